@@ -1,0 +1,45 @@
+# The README's commands. Each works on a fresh machine: it creates .venv when absent and
+# installs through constraints.txt (torch pinned to the CPU wheel). A ready machine skips
+# the install: the stamp file is newer than pyproject.toml and constraints.txt.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.tianshou-installed
+EXTRAS := dev,all
+PYTEST_WORKERS ?= auto
+
+.PHONY: install test lint typecheck unit demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check tianshou test benchmark examples
+	$(BIN)/ruff format --check tianshou test benchmark examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy tianshou
+
+unit: $(STAMP)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --cov=tianshou --cov-report=term:skip-covered
+
+test: lint typecheck unit
+
+demo: $(STAMP)
+	$(BIN)/python examples/buffer_demo.py
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmark.import_time
+	$(BIN)/python -m benchmark.data
+	$(BIN)/python -m benchmark.collect
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
