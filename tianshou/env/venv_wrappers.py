@@ -1,0 +1,96 @@
+"""Wrappers around a whole vector env, e.g. to normalise observations across all its envs."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tianshou.env.utils import gym_new_venv_step_type
+from tianshou.env.venvs import BaseVectorEnv, IdType
+from tianshou.utils.statistics import RunningMeanStd
+
+
+class VectorEnvWrapper(BaseVectorEnv):
+    """Base class for wrappers of a vector env; by default everything goes to the wrapped env.
+
+    Attributes the wrapper does not define (``env_num``, ``workers``, ``ready_id``, ...) are read
+    from the wrapped env, so a wrapper can stand in wherever a vector env is expected.
+
+    :param venv: the vector env to wrap. Closing the wrapper closes it.
+    """
+
+    def __init__(self, venv: BaseVectorEnv) -> None:
+        self.venv = venv
+
+    def __getattr__(self, key: str) -> Any:
+        # Only called when normal lookup fails; "venv" itself must not recurse (e.g. unpickling).
+        if key == "venv":
+            raise AttributeError(key)
+        return getattr(self.venv, key)
+
+    def __len__(self) -> int:
+        return len(self.venv)
+
+    def get_env_attr(self, key: str, id: IdType = None) -> list[Any]:
+        return self.venv.get_env_attr(key, id)
+
+    def set_env_attr(self, key: str, value: Any, id: IdType = None) -> None:
+        self.venv.set_env_attr(key, value, id)
+
+    def reset(self, env_id: IdType = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+        return self.venv.reset(env_id, **kwargs)
+
+    def step(self, action: np.ndarray | None, id: IdType = None) -> gym_new_venv_step_type:
+        return self.venv.step(action, id)
+
+    def seed(self, seed: int | Sequence[int | None] | None = None) -> list[Any]:
+        return self.venv.seed(seed)
+
+    def render(self, **kwargs: Any) -> list[Any]:
+        return self.venv.render(**kwargs)
+
+    def close(self) -> None:
+        self.venv.close()
+
+
+class VectorEnvNormObs(VectorEnvWrapper):
+    """Normalises observations by a running mean and standard deviation over all envs.
+
+    Training envs update the statistics with every observation they return; test envs should
+    use the training envs' statistics unchanged::
+
+        test_envs = VectorEnvNormObs(test_venv, update_obs_rms=False)
+        test_envs.set_obs_rms(train_envs.get_obs_rms())
+
+    Save ``get_obs_rms()`` with a checkpoint, since a policy is only valid with the statistics
+    it was trained on.
+
+    :param venv: the vector env whose observations (arrays) to normalise.
+    :param update_obs_rms: whether observations update the running statistics.
+    """
+
+    def __init__(self, venv: BaseVectorEnv, update_obs_rms: bool = True) -> None:
+        super().__init__(venv)
+        self.update_obs_rms = update_obs_rms
+        self.obs_rms = RunningMeanStd()
+
+    def reset(self, env_id: IdType = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+        obs, info = self.venv.reset(env_id, **kwargs)
+        return self._norm_obs(obs), info
+
+    def step(self, action: np.ndarray | None, id: IdType = None) -> gym_new_venv_step_type:
+        obs, rew, terminated, truncated, info = self.venv.step(action, id)
+        return self._norm_obs(obs), rew, terminated, truncated, info
+
+    def set_obs_rms(self, obs_rms: RunningMeanStd) -> None:
+        """Use ``obs_rms`` (e.g. the training envs' statistics, or a checkpoint's)."""
+        self.obs_rms = obs_rms
+
+    def get_obs_rms(self) -> RunningMeanStd:
+        """The running statistics currently used for normalisation."""
+        return self.obs_rms
+
+    def _norm_obs(self, obs: np.ndarray) -> np.ndarray:
+        if self.update_obs_rms:
+            self.obs_rms.update(obs)
+        return self.obs_rms.norm(obs)
