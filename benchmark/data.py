@@ -1,0 +1,247 @@
+"""Speed of the data layer: Batch against plain nested dicts, replay buffers against raw numpy.
+
+Every figure is printed as one JSON line. Batch operations are compared with the same operation on
+a plain nested ``dict`` of numpy arrays in the same run (``ratio`` = Batch time / dict time, target
+<= 1.5). Buffer operations are compared with the bare numpy work they cannot avoid (writing the
+leaves at the insertion indices, gathering the leaves at random indices), measured in the same run.
+
+Run: ``python -m benchmark.data`` (``make bench``).
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchmark.timing import emit, seconds_per_call
+from tianshou.data import (
+    Batch,
+    PrioritizedVectorReplayBuffer,
+    VectorReplayBuffer,
+)
+
+RATIO_TARGET = 1.5
+ENV_NUM = 8
+OBS_DIM, ACT_DIM = 11, 3  # Hopper-v5
+rng = np.random.default_rng(0)
+
+
+def dict_map(fn: Callable[..., Any], *trees: dict) -> dict:
+    """Apply ``fn`` leaf-wise over nested dicts of identical structure (the plain-dict model)."""
+    return {
+        k: dict_map(fn, *(t[k] for t in trees))
+        if isinstance(v, dict)
+        else fn(*(t[k] for t in trees))
+        for k, v in trees[0].items()
+    }
+
+
+def nested_rows(n: int) -> dict:
+    return {
+        "obs": {
+            "pos": rng.standard_normal((n, OBS_DIM)).astype(np.float32),
+            "img": rng.integers(0, 255, (n, 4, 4), dtype=np.uint8),
+        },
+        "act": rng.standard_normal((n, ACT_DIM)).astype(np.float32),
+        "rew": rng.standard_normal(n),
+        "terminated": rng.random(n) < 0.01,
+        "info": {"env_id": rng.integers(0, ENV_NUM, n)},
+    }
+
+
+def compare(name: str, batch_op: Callable[[], Any], dict_op: Callable[[], Any]) -> None:
+    batch_s = seconds_per_call(batch_op)
+    dict_s = seconds_per_call(dict_op)
+    ratio = batch_s / dict_s
+    emit(
+        {
+            "bench": name,
+            "batch_ops_per_s": 1 / batch_s,
+            "dict_ops_per_s": 1 / dict_s,
+            "ratio": ratio,
+            "target_ratio": RATIO_TARGET,
+            "ok": ratio <= RATIO_TARGET,
+        }
+    )
+
+
+def bench_batch() -> None:
+    rows = nested_rows(256)
+    compare(
+        "batch_build_nested_256",
+        lambda: Batch(**rows),
+        lambda: dict_map(np.asarray, rows),
+    )
+
+    big = nested_rows(100_000)
+    big_batch = Batch(**big)
+    index = rng.integers(0, 100_000, 256)
+    compare(
+        "batch_fancy_index_256_of_100k",
+        lambda: big_batch[index],
+        lambda: dict_map(lambda v: v[index], big),
+    )
+
+    small_dicts = [nested_rows(8) for _ in range(64)]
+    small_batches = [Batch(**d) for d in small_dicts]
+    compare(
+        "batch_cat_64x8",
+        lambda: Batch.cat(small_batches),
+        lambda: dict_map(lambda *vs: np.concatenate(vs), *small_dicts),
+    )
+
+    row_dicts = [dict_map(lambda v: v[0], nested_rows(1)) for _ in range(64)]
+    row_batches = [Batch(**d) for d in row_dicts]
+    compare(
+        "batch_stack_64x1",
+        lambda: Batch.stack(row_batches),
+        lambda: dict_map(lambda *vs: np.stack(vs), *row_dicts),
+    )
+
+
+def hopper_step() -> Batch:
+    obs = rng.standard_normal((ENV_NUM, OBS_DIM)).astype(np.float32)
+    return Batch(
+        obs=obs,
+        act=rng.standard_normal((ENV_NUM, ACT_DIM)).astype(np.float32),
+        rew=rng.standard_normal(ENV_NUM),
+        terminated=rng.random(ENV_NUM) < 0.001,
+        truncated=np.zeros(ENV_NUM, dtype=bool),
+        obs_next=obs + 1,
+        info=Batch(env_id=np.arange(ENV_NUM)),
+    )
+
+
+def raw_storage(size: int) -> dict[str, np.ndarray]:
+    return {
+        "obs": np.zeros((size, OBS_DIM), np.float32),
+        "act": np.zeros((size, ACT_DIM), np.float32),
+        "rew": np.zeros(size),
+        "terminated": np.zeros(size, bool),
+        "truncated": np.zeros(size, bool),
+        "done": np.zeros(size, bool),
+        "obs_next": np.zeros((size, OBS_DIM), np.float32),
+        "env_id": np.zeros(size, np.int64),
+    }
+
+
+def bench_vector_add() -> None:
+    steps = [hopper_step() for _ in range(64)]
+    buffer_ids = np.arange(ENV_NUM)
+    buf = VectorReplayBuffer(1_000_000, ENV_NUM)
+    counter = iter(range(10**12))
+
+    def add() -> None:
+        buf.add(steps[next(counter) % 64], buffer_ids=buffer_ids)
+
+    add_s = seconds_per_call(add)
+
+    storage = raw_storage(1_000_000)
+    leaves = [
+        {
+            "obs": s.obs,
+            "act": s.act,
+            "rew": s.rew,
+            "terminated": s.terminated,
+            "truncated": s.truncated,
+            "done": s.terminated | s.truncated,
+            "obs_next": s.obs_next,
+            "env_id": s.info.env_id,
+        }
+        for s in steps
+    ]
+    offsets = np.arange(ENV_NUM) * (1_000_000 // ENV_NUM)
+    raw_counter = iter(range(10**12))
+
+    def raw_add() -> None:
+        i = next(raw_counter)
+        idx = offsets + i % (1_000_000 // ENV_NUM)
+        for key, value in leaves[i % 64].items():
+            storage[key][idx] = value
+
+    raw_s = seconds_per_call(raw_add)
+    emit(
+        {
+            "bench": "vector_buffer_add_hopper_8env",
+            "steps_per_s": ENV_NUM / add_s,
+            "limit_steps_per_s": ENV_NUM / raw_s,
+            "fraction_of_limit": raw_s / add_s,
+            "target_steps_per_s": 500_000,
+            "ok": ENV_NUM / add_s >= 500_000,
+        }
+    )
+
+
+def filled_buffer(buf: VectorReplayBuffer, transitions: int) -> VectorReplayBuffer:
+    buffer_ids = np.arange(ENV_NUM)
+    for _ in range(transitions // ENV_NUM):
+        buf.add(hopper_step(), buffer_ids=buffer_ids)
+    return buf
+
+
+def bench_sample() -> None:
+    buf = filled_buffer(VectorReplayBuffer(1_000_000, ENV_NUM), 200_000)
+    sample_s = seconds_per_call(lambda: buf.sample(256))
+
+    storage = raw_storage(200_000)
+
+    def raw_sample() -> dict[str, np.ndarray]:
+        idx = np.random.randint(0, 200_000, 256)
+        return {k: v[idx] for k, v in storage.items()}
+
+    raw_s = seconds_per_call(raw_sample)
+    emit(
+        {
+            "bench": "vector_buffer_sample_256_of_200k",
+            "calls_per_s": 1 / sample_s,
+            "limit_calls_per_s": 1 / raw_s,
+            "fraction_of_limit": raw_s / sample_s,
+            "target_calls_per_s": 20_000,
+            "ok": 1 / sample_s >= 20_000,
+        }
+    )
+
+
+def bench_prioritized() -> None:
+    buf = PrioritizedVectorReplayBuffer(1_000_000, ENV_NUM, alpha=0.6, beta=0.4)
+    steps = [hopper_step() for _ in range(64)]
+    buffer_ids = np.arange(ENV_NUM)
+    counter = iter(range(10**12))
+
+    def add() -> None:
+        buf.add(steps[next(counter) % 64], buffer_ids=buffer_ids)
+
+    add_s = seconds_per_call(add)
+    filled_buffer(buf, 200_000 - len(buf))
+
+    def sample_and_update() -> None:
+        _, idx = buf.sample(256)
+        buf.update_weight(idx, np.abs(rng.standard_normal(256)))
+
+    cycle_s = seconds_per_call(sample_and_update)
+    sample_s = seconds_per_call(lambda: buf.sample(256))
+    idx = buf.sample_indices(256)
+    weights = np.abs(rng.standard_normal(256))
+    update_s = seconds_per_call(lambda: buf.update_weight(idx, weights))
+    emit(
+        {
+            "bench": "prioritized_vector_buffer_hopper_8env",
+            "add_steps_per_s": ENV_NUM / add_s,
+            "sample_256_per_s": 1 / sample_s,
+            "update_weight_256_per_s": 1 / update_s,
+            "sample_update_cycles_per_s": 1 / cycle_s,
+            "target_cycles_per_s": 10_000,
+            "ok": 1 / cycle_s >= 10_000,
+        }
+    )
+
+
+def main() -> None:
+    bench_batch()
+    bench_vector_add()
+    bench_sample()
+    bench_prioritized()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Shared timing helpers for the benchmark scripts: best-of-N wall clock and JSON-line output."""
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def seconds_per_call(fn: Callable[[], Any], min_time: float = 0.2, repeat: int = 5) -> float:
+    """Best-of-``repeat`` mean seconds per call of ``fn``.
+
+    The call count per repeat is grown until one repeat lasts at least ``min_time`` seconds, so
+    fast operations are not dominated by the clock's resolution. Taking the best repeat filters
+    out interference from other processes on a shared machine.
+    """
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            break
+        number *= 2 if elapsed <= 0 else max(2, int(min_time / elapsed) + 1)
+    best = elapsed / number
+    for _ in range(repeat - 1):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def emit(record: dict[str, Any]) -> None:
+    """Print one benchmark result as a JSON line (floats rounded for readability)."""
+    rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}
+    print(json.dumps(rounded), flush=True)
