@@ -11,8 +11,11 @@ def seconds_per_call(fn: Callable[[], Any], min_time: float = 0.2, repeat: int =
 
     The call count per repeat is grown until one repeat lasts at least ``min_time`` seconds, so
     fast operations are not dominated by the clock's resolution. Taking the best repeat filters
-    out interference from other processes on a shared machine.
+    out interference from other processes on a shared machine. One untimed warm-up call comes
+    first, so one-off costs (lazy allocation, loading cached numba kernels) do not pin the call
+    count at one.
     """
+    fn()
     number = 1
     while True:
         start = time.perf_counter()
