@@ -1,179 +1,553 @@
-"""The core abstractions: ``Policy`` maps observations to actions; algorithms (next) update it."""
+"""The core abstractions: a ``Policy`` maps observations to actions, an ``Algorithm`` trains one.
 
+An algorithm's update is a template: sample from the buffer, ``_preprocess_batch`` (returns,
+advantages, TD targets), ``_update_with_batch`` (the gradient steps, in train mode),
+``_postprocess_batch`` (e.g. new priorities), then one step of every learning-rate scheduler.
+Subclasses fill in the hooks; :class:`OnPolicyAlgorithm`, :class:`OffPolicyAlgorithm` and
+:class:`OfflineAlgorithm` fix how the buffer is sampled and which trainer runs them.
+"""
+
+import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from torch import nn
+from torch.optim.lr_scheduler import LRScheduler
 
-from tianshou.data import Batch, to_numpy
+from tianshou.algorithm import _returns
+from tianshou.algorithm._lagged_mixins import (
+    LaggedNetworkAlgorithmMixin,
+    LaggedNetworkFullUpdateAlgorithmMixin,
+    LaggedNetworkPolyakUpdateAlgorithmMixin,
+)
+from tianshou.algorithm._policy import (
+    ACTION_BOUND_METHODS,
+    ActionBoundMethod,
+    Policy,
+    RandomActionPolicy,
+    TrainingStats,
+)
+from tianshou.algorithm._returns import episode_mc_return_to_go
+from tianshou.algorithm.optim import OptimizerFactory, ParamSource, collect_parameters
+from tianshou.data import Batch, PrioritizedReplayBuffer, ReplayBuffer
 
-ActionBoundMethod = Literal["clip", "tanh"]
-ACTION_BOUND_METHODS: tuple[str, ...] = ("clip", "tanh")
+if TYPE_CHECKING:
+    from tianshou.data.stats import InfoStats
+    from tianshou.trainer import (
+        OfflineTrainer,
+        OfflineTrainerParams,
+        OffPolicyTrainer,
+        OffPolicyTrainerParams,
+        OnPolicyTrainer,
+        OnPolicyTrainerParams,
+        Trainer,
+        TrainerParams,
+    )
+
+TPolicy = TypeVar("TPolicy", bound=Policy)
+TTrainerParams = TypeVar("TTrainerParams", bound="TrainerParams")
+
+OPTIMIZERS_STATE_KEY = "_optimizers"
+"""The ``Algorithm.state_dict()`` entry holding the optimizers' states."""
 
 
-@dataclass(kw_only=True)
-class TrainingStats:
-    """What one update produced; algorithms subclass it to add their losses as float fields.
+class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
+    """How a policy learns: owns the policy, the other trained networks and their optimizers.
 
-    :param train_time: wall-clock seconds the update took.
-    :param smoothed_loss: losses averaged over recent updates, filled in by the trainer.
+    Subclasses create optimizers with :meth:`_create_optimizer` (so that :meth:`state_dict`
+    checkpoints them) and implement ``_update_with_batch``; see the module docstring for the
+    order of the hooks.
+
+    :param policy: the policy this algorithm trains.
     """
 
-    train_time: float = 0.0
-    smoothed_loss: dict[str, float] = field(default_factory=dict)
+    class Optimizer:
+        """A torch optimizer bound to the parameters it trains, with optional gradient clipping.
 
-    def get_loss_stats_dict(self) -> dict[str, float]:
-        """Return the float-valued loss fields of this record, for loggers and progress bars."""
-        reserved = {"train_time", "smoothed_loss"}
-        return {
-            name: float(value)
-            for name, value in vars(self).items()
-            if name not in reserved and isinstance(value, int | float)
-        }
-
-
-class Policy(nn.Module, ABC):
-    """Maps a batch of observations to a batch of actions; the part of an agent that acts.
-
-    A policy's network produces *raw* actions. For a ``Box`` action space the raw action is
-    bounded and optionally rescaled to the environment's range by :meth:`map_action`; the raw
-    action is what the replay buffer stores, so learning never sees the environment's scaling.
-
-    :param action_space: the environment's action space (``Box``, ``Discrete``,
-        ``MultiDiscrete`` or ``MultiBinary``).
-    :param observation_space: the environment's observation space, kept for subclasses and
-        introspection.
-    :param action_scaling: rescale raw actions from [-1, 1] to ``[low, high]`` of the ``Box``
-        space. Only valid for ``Box`` spaces.
-    :param action_bound_method: how raw continuous actions are brought into [-1, 1] before scaling:
-        ``"clip"``, ``"tanh"``, or ``None`` for no bounding.
-    """
-
-    def __init__(
-        self,
-        action_space: gym.Space,
-        observation_space: gym.Space | None = None,
-        action_scaling: bool = False,
-        action_bound_method: ActionBoundMethod | None = "clip",
-    ) -> None:
-        if action_bound_method is not None and action_bound_method not in ACTION_BOUND_METHODS:
-            raise ValueError(
-                f"action_bound_method must be one of {ACTION_BOUND_METHODS} or None, "
-                f"got {action_bound_method!r}"
-            )
-        if action_scaling and not isinstance(action_space, Box):
-            raise ValueError(
-                f"action_scaling=True needs a Box action space, got {type(action_space).__name__}"
-            )
-        super().__init__()
-        if isinstance(action_space, Discrete | MultiDiscrete | MultiBinary):
-            self._action_type = "discrete"
-        elif isinstance(action_space, Box):
-            self._action_type = "continuous"
-        else:
-            raise ValueError(f"unsupported action space {action_space!r}")
-        self.action_space = action_space
-        self.observation_space = observation_space
-        self.action_scaling = action_scaling
-        self.action_bound_method = action_bound_method
-        self.agent_id: Any = 0
-        self.is_within_training_step = False
-        """Whether the policy acts inside a training step (collecting training data or updating).
-
-        Selects training-time behaviour such as exploration; set it with
-        :func:`tianshou.utils.torch_utils.policy_within_training_step`.
+        :param optim: the torch optimizer.
+        :param module: what ``optim`` trains (a module, or a list of modules/parameters); its
+            parameters are the ones whose gradient norm is clipped.
+        :param max_grad_norm: clip the global gradient norm to this value before each step
+            (None: no clipping).
         """
 
-    @property
-    def action_type(self) -> Literal["discrete", "continuous"]:
-        return self._action_type  # type: ignore[return-value]
+        def __init__(
+            self,
+            optim: torch.optim.Optimizer,
+            module: ParamSource,
+            max_grad_norm: float | None = None,
+        ) -> None:
+            if max_grad_norm is not None and max_grad_norm <= 0:
+                raise ValueError(f"max_grad_norm must be positive or None, got {max_grad_norm}")
+            self._optim = optim
+            self._module = module
+            self._max_grad_norm = max_grad_norm
+            self._params = collect_parameters(module) if max_grad_norm is not None else []
+            self._name = (
+                type(module).__name__
+                if isinstance(module, nn.Module)
+                else "[" + ", ".join(type(m).__name__ for m in module) + "]"
+            )
 
-    def set_agent_id(self, agent_id: Any) -> None:
-        """Set the id of the agent this policy acts for (multi-agent settings)."""
-        self.agent_id = agent_id
+        @property
+        def torch_optimizer(self) -> torch.optim.Optimizer:
+            """The wrapped torch optimizer (e.g. to inspect its ``param_groups``)."""
+            return self._optim
+
+        def step(
+            self, loss: torch.Tensor, retain_graph: bool | None = None, create_graph: bool = False
+        ) -> None:
+            """Zero the gradients, back-propagate ``loss``, clip, and take an optimizer step.
+
+            :param loss: the scalar loss to minimise.
+            :param retain_graph: keep the autograd graph for another backward pass.
+            :param create_graph: build a graph of the gradients (higher-order derivatives).
+            :raises FloatingPointError: if ``loss`` is NaN or infinite; nothing is changed then.
+            """
+            if not torch.isfinite(loss).all():
+                raise FloatingPointError(
+                    f"the loss passed to the optimizer of {self._name} is not "
+                    f"finite ({loss.detach().cpu().reshape(-1)[:4].tolist()}); refusing to step "
+                    "so the parameters stay intact. Check the rewards/observations for NaN or "
+                    "huge values, and the learning rate."
+                )
+            self._optim.zero_grad(set_to_none=True)
+            loss.backward(retain_graph=retain_graph, create_graph=create_graph)
+            if self._max_grad_norm is not None:
+                nn.utils.clip_grad_norm_(self._params, max_norm=self._max_grad_norm)
+            self._optim.step()
+
+        def state_dict(self) -> dict[str, Any]:
+            return self._optim.state_dict()
+
+        def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+            self._optim.load_state_dict(state_dict)
+
+    def __init__(self, *, policy: TPolicy) -> None:
+        super().__init__()
+        self.policy: TPolicy = policy
+        self.lr_schedulers: list[LRScheduler] = []
+        self._optimizers: list[Algorithm.Optimizer] = []
+        self._mode_snapshots: dict[bool, list[tuple[nn.Module, bool]]] = {}
+
+    def _create_optimizer(
+        self,
+        module: ParamSource,
+        factory: OptimizerFactory,
+        max_grad_norm: float | None = None,
+    ) -> "Algorithm.Optimizer":
+        """Create (and register for checkpointing) an optimizer of ``module``'s parameters.
+
+        :param module: a module, or a list of modules and/or parameters to train together.
+        :param factory: creates the torch optimizer and, optionally, an LR scheduler, which is
+            added to :attr:`lr_schedulers` and stepped once per :meth:`update`.
+        :param max_grad_norm: clip the gradient norm to this value before each step.
+        """
+        optimizer, lr_scheduler = factory.create_instances(module)
+        if lr_scheduler is not None:
+            self.lr_schedulers.append(lr_scheduler)
+        wrapped = Algorithm.Optimizer(optimizer, module, max_grad_norm=max_grad_norm)
+        self._optimizers.append(wrapped)
+        return wrapped
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(  # type: ignore[override]
+        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
+    ) -> dict[str, Any]:
+        """The module's state plus, under ``"_optimizers"``, the states of its optimizers."""
+        result = super().state_dict(
+            *args, destination=destination, prefix=prefix, keep_vars=keep_vars
+        )
+        result[prefix + OPTIMIZERS_STATE_KEY] = [o.state_dict() for o in self._optimizers]
+        return result
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
+        """Restore a checkpoint made by :meth:`state_dict` of an algorithm of the same build.
+
+        Everything is validated before anything is changed, so a checkpoint of another
+        algorithm (or one saved without optimizer states) fails with a clear message and leaves
+        this algorithm untouched. ``state_dict`` itself is not modified.
+
+        :raises RuntimeError: if ``"_optimizers"`` is missing, if the optimizers or their
+            parameter groups do not match, or (``strict``) if the module keys differ.
+        """
+        state = dict(state_dict)
+        optim_states = self._pop_optimizer_states(state)
+        self._check_module_state(state, strict)
+        result = super().load_state_dict(state, strict=strict, assign=assign)
+        for optimizers, states in optim_states:
+            for optim, optim_state in zip(optimizers, states, strict=True):
+                optim.load_state_dict(optim_state)
+        return result
+
+    def _pop_optimizer_states(
+        self, state: dict[str, Any]
+    ) -> list[tuple[list["Algorithm.Optimizer"], list[dict[str, Any]]]]:
+        result = []
+        for name, module in self.named_modules():
+            if not isinstance(module, Algorithm):
+                continue
+            key = f"{name}.{OPTIMIZERS_STATE_KEY}" if name else OPTIMIZERS_STATE_KEY
+            if key not in state:
+                raise RuntimeError(
+                    f"the state dict has no {key!r} entry with the optimizer states; it was not "
+                    f"made by {type(module).__name__}.state_dict() (a plain module state dict?)"
+                )
+            states = list(state.pop(key))
+            _check_optimizer_states(type(module).__name__, module._optimizers, states)
+            result.append((module._optimizers, states))
+        return result
+
+    def _check_module_state(self, state: dict[str, Any], strict: bool) -> None:
+        own = {
+            k: v for k, v in super().state_dict().items() if not k.endswith(OPTIMIZERS_STATE_KEY)
+        }
+        problems = []
+        if strict:
+            missing = sorted(own.keys() - state.keys())
+            unexpected = sorted(state.keys() - own.keys())
+            if missing:
+                problems.append(f"missing keys {_first(missing)}")
+            if unexpected:
+                problems.append(f"unexpected keys {_first(unexpected)}")
+        shapes = [
+            f"{k}: {tuple(state[k].shape)} instead of {tuple(v.shape)}"
+            for k, v in own.items()
+            if isinstance(state.get(k), torch.Tensor) and state[k].shape != v.shape
+        ]
+        if shapes:
+            problems.append(f"shape mismatches {_first(shapes)}")
+        if problems:
+            raise RuntimeError(
+                f"the state dict does not fit this {type(self).__name__} (a checkpoint of another "
+                f"algorithm or network size?): {'; '.join(problems)}"
+            )
+
+    # ------------------------------------------------------------------ update hooks
+    def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
+        """Add what the update needs (returns, advantages, targets) to the sampled ``batch``.
+
+        :param batch: the sampled transitions.
+        :param buffer: the buffer they come from (for looking at neighbouring transitions).
+        :param indices: their buffer indices.
+        """
+        return batch
+
+    def _postprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> None:
+        """Feed results back into the buffer after the update.
+
+        By default, a prioritized buffer gets ``batch.weight`` (which algorithms overwrite with
+        the new TD errors) as the new priorities of the sampled transitions.
+        """
+        if isinstance(buffer, PrioritizedReplayBuffer) and "weight" in batch.__dict__:
+            buffer.update_weight(indices, batch.weight)
+
+    def _step_lr_schedulers(self) -> None:
+        for scheduler in self.lr_schedulers:
+            scheduler.step()
+
+    def _set_training_mode(self, mode: bool) -> None:
+        """``self.train(mode)``, skipped if no sub-module changed its mode since the last switch.
+
+        ``train`` walks the whole module tree through ``nn.Module.__setattr__`` (about 0.1 ms
+        for SAC's networks, twice per update), while in steady training the modes never change;
+        comparing against a snapshot of the modes the last switch left is ~50 times cheaper.
+        """
+        snapshot = self._mode_snapshots.get(mode)
+        if snapshot is not None and all(m.training == flag for m, flag in snapshot):
+            return
+        self.train(mode)
+        self._mode_snapshots[mode] = [(m, m.training) for m in self.modules()]
+
+    def _update(
+        self,
+        buffer: ReplayBuffer | None,
+        sample_size: int | None,
+        update_with_batch: Callable[..., TrainingStats],
+        **kwargs: Any,
+    ) -> TrainingStats:
+        if not self.policy.is_within_training_step:
+            raise RuntimeError(
+                f"{type(self).__name__}.update was called outside a training step; wrap it in "
+                "`with policy_within_training_step(algorithm.policy):` (the trainers do this)"
+            )
+        if buffer is None:
+            return TrainingStats()
+        start = time.perf_counter()
+        batch, indices = buffer.sample(sample_size)
+        batch = self._preprocess_batch(batch, buffer, indices)
+        was_training = self.training
+        self._set_training_mode(True)
+        try:
+            stats = update_with_batch(batch, **kwargs)
+        finally:
+            self._set_training_mode(was_training)
+        self._postprocess_batch(batch, buffer, indices)
+        self._step_lr_schedulers()
+        stats.train_time = time.perf_counter() - start
+        return stats
+
+    # ------------------------------------------------------------------ training
+    @abstractmethod
+    def create_trainer(self, params: TTrainerParams) -> "Trainer":
+        """Create the trainer that runs this algorithm with ``params``."""
+
+    def run_training(self, params: TTrainerParams) -> "InfoStats":
+        """Train with ``params`` (``create_trainer(params).run()``) and return the run's stats."""
+        return self.create_trainer(params).run()
+
+    # ------------------------------------------------------------------ returns
+    @staticmethod
+    def value_mask(buffer: ReplayBuffer, indices: np.ndarray) -> np.ndarray:
+        """Whether the next state of each transition has a value (it is not terminal).
+
+        Truncated transitions and those of still-running episodes keep their next state's value,
+        so they are bootstrapped (partial-episode bootstrapping).
+        """
+        return _returns.value_mask(buffer, indices)
+
+    @staticmethod
+    def compute_episodic_return(
+        batch: Batch,
+        buffer: ReplayBuffer,
+        indices: np.ndarray,
+        v_s_: np.ndarray | torch.Tensor | None = None,
+        v_s: np.ndarray | torch.Tensor | None = None,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Returns and GAE advantages of a rollout (Monte-Carlo returns without ``v_s_``).
+
+        The batch must hold whole stretches of episodes in chronological order, as
+        ``buffer.sample(0)`` gives. The recursion stops at each terminated or truncated step and
+        at the newest step of every still-running episode; ``v_s_`` is zeroed only where the
+        episode terminated, so the other two cases bootstrap from the next state's value.
+
+        :param batch: the transitions (``rew``, ``terminated``, ``truncated``).
+        :param buffer: the buffer they come from.
+        :param indices: their buffer indices.
+        :param v_s_: value of each next observation; None for Monte-Carlo returns.
+        :param v_s: value of each observation; by default ``v_s_`` shifted by one step.
+        :param gamma: discount factor.
+        :param gae_lambda: GAE's lambda; must be 1 without ``v_s_``.
+        :return: ``(returns, advantages)``, float arrays of shape ``(len(batch),)``.
+        """
+        return _returns.episodic_return(batch, buffer, indices, v_s_, v_s, gamma, gae_lambda)
+
+    @staticmethod
+    def compute_nstep_return(
+        batch: Batch,
+        buffer: ReplayBuffer,
+        indices: np.ndarray,
+        target_q_fn: Callable[[ReplayBuffer, np.ndarray], torch.Tensor],
+        gamma: float = 0.99,
+        n_step: int = 1,
+    ) -> Batch:
+        """Set ``batch.returns`` to the n-step TD targets of the sampled transitions.
+
+        From each index, up to ``n_step`` rewards of the same episode are summed; the sum
+        stops at the first terminated, truncated or still-running step. The target then adds
+        ``gamma ** k * Q(s_{t+k})`` for the ``k`` rewards summed, unless that last step
+        terminated the episode.
+
+        :param batch: the sampled transitions; gets ``returns`` (a tensor of shape
+            ``(B, -1)`` with the dtype and device of the target values) and, if it has one, a
+            ``weight`` tensor.
+        :param buffer: the buffer they come from.
+        :param indices: their buffer indices.
+        :param target_q_fn: ``(buffer, indices) -> Q`` of the next observations at ``indices``,
+            called under ``torch.no_grad()``.
+        :param gamma: discount factor.
+        :param n_step: number of rewards summed before bootstrapping.
+        """
+        return _returns.nstep_return(batch, buffer, indices, target_q_fn, gamma, n_step)
+
+
+def _first(items: list[str], count: int = 5) -> str:
+    return str(items[:count]) + (f" and {len(items) - count} more" if len(items) > count else "")
+
+
+def _check_optimizer_states(
+    owner: str, optimizers: list["Algorithm.Optimizer"], states: list[dict[str, Any]]
+) -> None:
+    if len(states) != len(optimizers):
+        raise RuntimeError(
+            f"the state dict holds {len(states)} optimizer states but {owner} has "
+            f"{len(optimizers)} optimizers (a checkpoint of another algorithm?)"
+        )
+    for position, (optim, state) in enumerate(zip(optimizers, states, strict=True)):
+        groups = optim.torch_optimizer.param_groups
+        saved = state.get("param_groups", [])
+        if [len(g["params"]) for g in groups] != [len(g["params"]) for g in saved]:
+            raise RuntimeError(
+                f"optimizer #{position} of {owner} trains parameter groups of sizes "
+                f"{[len(g['params']) for g in groups]}, the state dict has "
+                f"{[len(g['params']) for g in saved]} (a checkpoint of another algorithm?)"
+            )
+
+
+class OnPolicyAlgorithm(Algorithm[TPolicy, "OnPolicyTrainerParams"], Generic[TPolicy], ABC):
+    """An algorithm that learns from the data its current policy just collected.
+
+    Each update uses the whole buffer in chronological order (the trainer clears it afterwards).
+    """
+
+    def create_trainer(self, params: "OnPolicyTrainerParams") -> "OnPolicyTrainer":
+        from tianshou.trainer import OnPolicyTrainer
+
+        return OnPolicyTrainer(self, params)
 
     @abstractmethod
-    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
-        """Compute actions for a batch of observations.
+    def _update_with_batch(
+        self, batch: Batch, batch_size: int | None, repeat: int
+    ) -> TrainingStats:
+        """Learn from the whole rollout ``batch``.
 
-        :param batch: at least ``obs`` (leading dimension = batch size) and usually ``info``.
-        :param state: the hidden state of a recurrent policy, or None.
-        :return: a Batch with ``act`` and optionally ``state`` (next hidden state), ``policy``
-            (data to store in the replay buffer), ``logits`` and ``dist``.
+        :param batch: the preprocessed rollout.
+        :param batch_size: mini-batch size (None: the whole rollout at once).
+        :param repeat: passes over the rollout.
         """
 
-    def add_exploration_noise(self, act: np.ndarray | Batch, batch: Batch) -> np.ndarray | Batch:
-        """Return ``act`` with exploration noise added; the base policy explores not at all."""
-        return act
+    def update(self, buffer: ReplayBuffer, batch_size: int | None, repeat: int) -> TrainingStats:
+        """One update on everything in ``buffer``, in mini-batches of ``batch_size``, ``repeat``
+        times over. Must run inside ``policy_within_training_step``."""
+        return self._update(
+            buffer, 0, self._update_with_batch, batch_size=batch_size, repeat=repeat
+        )
 
-    def map_action(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
-        """Turn raw actions into environment actions: bound them, then rescale them.
 
-        Only ``Box`` spaces are mapped; other actions are returned as numpy arrays unchanged.
-        """
-        mapped = _to_numpy_action(act)
-        if not isinstance(self.action_space, Box) or not isinstance(mapped, np.ndarray):
-            return mapped
-        if self.action_bound_method == "clip":
-            mapped = np.clip(mapped, -1.0, 1.0)
-        elif self.action_bound_method == "tanh":
-            mapped = np.tanh(mapped)
-        if self.action_scaling:
-            if mapped.size and (mapped.min() < -1.0 or mapped.max() > 1.0):
-                raise ValueError(
-                    "action scaling expects raw actions in [-1, 1]; use action_bound_method "
-                    f"'clip' or 'tanh', got actions in [{mapped.min()}, {mapped.max()}]"
-                )
-            low, high = self.action_space.low, self.action_space.high
-            mapped = low + (high - low) * (mapped + 1.0) / 2.0
-        return mapped
+class OffPolicyAlgorithm(Algorithm[TPolicy, "OffPolicyTrainerParams"], Generic[TPolicy], ABC):
+    """An algorithm that learns from transitions sampled from a replay buffer."""
 
-    def map_action_inverse(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
-        """Invert :meth:`map_action`: environment actions back to raw actions.
+    def create_trainer(self, params: "OffPolicyTrainerParams") -> "OffPolicyTrainer":
+        from tianshou.trainer import OffPolicyTrainer
 
-        Collectors use it to store random warm-up actions in the policy's raw action space.
-        """
-        raw = _to_numpy_action(act)
-        if not isinstance(self.action_space, Box) or not isinstance(raw, np.ndarray):
-            return raw
-        if self.action_scaling:
-            low, high = self.action_space.low, self.action_space.high
-            scale = np.maximum(high - low, np.finfo(np.float32).eps)
-            raw = (raw - low) * 2.0 / scale - 1.0
-        if self.action_bound_method == "tanh":
-            raw = np.arctanh(np.clip(raw, -1.0 + 1e-7, 1.0 - 1e-7))
-        return raw
+        return OffPolicyTrainer(self, params)
 
-    def compute_action(
+    @abstractmethod
+    def _update_with_batch(self, batch: Batch) -> TrainingStats:
+        """One gradient update on the sampled, preprocessed ``batch``."""
+
+    def update(self, buffer: ReplayBuffer, sample_size: int | None) -> TrainingStats:
+        """One update on ``sample_size`` transitions drawn from ``buffer`` (0: all of them,
+        None: as many random draws as stored). Must run inside ``policy_within_training_step``."""
+        return self._update(buffer, sample_size, self._update_with_batch)
+
+
+class OfflineAlgorithm(Algorithm[TPolicy, "OfflineTrainerParams"], Generic[TPolicy], ABC):
+    """An algorithm that learns from a fixed data set, without collecting data itself."""
+
+    def create_trainer(self, params: "OfflineTrainerParams") -> "OfflineTrainer":
+        from tianshou.trainer import OfflineTrainer
+
+        return OfflineTrainer(self, params)
+
+    def process_buffer(self, buffer: ReplayBuffer) -> ReplayBuffer:
+        """Prepare the data set once before training (e.g. add returns); identity by default."""
+        return buffer
+
+    @abstractmethod
+    def _update_with_batch(self, batch: Batch) -> TrainingStats:
+        """One gradient update on the sampled, preprocessed ``batch``."""
+
+    def update(self, buffer: ReplayBuffer, sample_size: int | None) -> TrainingStats:
+        """One update on ``sample_size`` transitions drawn from ``buffer``. Must run inside
+        ``policy_within_training_step``."""
+        return self._update(buffer, sample_size, self._update_with_batch)
+
+
+class OnPolicyWrapperAlgorithm(OnPolicyAlgorithm[TPolicy], Generic[TPolicy], ABC):
+    """An on-policy algorithm that wraps another one and adds to its update (e.g. an intrinsic
+    curiosity module). Pre- and post-processing are the wrapped algorithm's; the update runs the
+    wrapped update, then :meth:`_wrapper_update_with_batch`.
+
+    :param wrapped_algorithm: the algorithm whose policy is trained.
+    """
+
+    def __init__(self, wrapped_algorithm: OnPolicyAlgorithm[TPolicy]) -> None:
+        super().__init__(policy=wrapped_algorithm.policy)
+        self.wrapped_algorithm = wrapped_algorithm
+
+    def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
+        return self.wrapped_algorithm._preprocess_batch(batch, buffer, indices)
+
+    def _postprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> None:
+        self.wrapped_algorithm._postprocess_batch(batch, buffer, indices)
+
+    def _step_lr_schedulers(self) -> None:
+        super()._step_lr_schedulers()
+        self.wrapped_algorithm._step_lr_schedulers()
+
+    def _update_with_batch(
+        self, batch: Batch, batch_size: int | None, repeat: int
+    ) -> TrainingStats:
+        original_stats = self.wrapped_algorithm._update_with_batch(batch, batch_size, repeat)
+        return self._wrapper_update_with_batch(batch, batch_size, repeat, original_stats)
+
+    @abstractmethod
+    def _wrapper_update_with_batch(
         self,
-        obs: Any,
-        info: dict[str, Any] | None = None,
-        state: Any = None,
-    ) -> np.ndarray | int:
-        """The environment action for one unbatched observation (inference convenience).
-
-        :param obs: a single observation, as the environment returns it.
-        :param info: the environment's info dict for that observation.
-        :param state: the recurrent hidden state, if any.
-        """
-        obs_batch = Batch(obs=np.asarray(obs)[None], info=Batch(info) if info else Batch())
-        with torch.no_grad():
-            act = self.forward(obs_batch, state).act
-        act = np.squeeze(_to_numpy_action(act), axis=0)
-        act = self.map_action(act)
-        if isinstance(self.action_space, Box):
-            act = np.clip(act, self.action_space.low, self.action_space.high)
-        return act
+        batch: Batch,
+        batch_size: int | None,
+        repeat: int,
+        original_stats: TrainingStats,
+    ) -> TrainingStats:
+        """The wrapper's own learning after the wrapped update (which gave ``original_stats``)."""
 
 
-def _to_numpy_action(act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
-    if isinstance(act, torch.Tensor):
-        return act.detach().cpu().numpy()
-    if isinstance(act, Batch):
-        return act
-    return to_numpy(act)
+class OffPolicyWrapperAlgorithm(OffPolicyAlgorithm[TPolicy], Generic[TPolicy], ABC):
+    """An off-policy algorithm that wraps another one and adds to its update; see
+    :class:`OnPolicyWrapperAlgorithm`.
+
+    :param wrapped_algorithm: the algorithm whose policy is trained.
+    """
+
+    def __init__(self, wrapped_algorithm: OffPolicyAlgorithm[TPolicy]) -> None:
+        super().__init__(policy=wrapped_algorithm.policy)
+        self.wrapped_algorithm = wrapped_algorithm
+
+    def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
+        return self.wrapped_algorithm._preprocess_batch(batch, buffer, indices)
+
+    def _postprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> None:
+        self.wrapped_algorithm._postprocess_batch(batch, buffer, indices)
+
+    def _step_lr_schedulers(self) -> None:
+        super()._step_lr_schedulers()
+        self.wrapped_algorithm._step_lr_schedulers()
+
+    def _update_with_batch(self, batch: Batch) -> TrainingStats:
+        original_stats = self.wrapped_algorithm._update_with_batch(batch)
+        return self._wrapper_update_with_batch(batch, original_stats)
+
+    @abstractmethod
+    def _wrapper_update_with_batch(
+        self, batch: Batch, original_stats: TrainingStats
+    ) -> TrainingStats:
+        """The wrapper's own learning after the wrapped update (which gave ``original_stats``)."""
+
+
+__all__ = [
+    "ACTION_BOUND_METHODS",
+    "ActionBoundMethod",
+    "Algorithm",
+    "LaggedNetworkAlgorithmMixin",
+    "LaggedNetworkFullUpdateAlgorithmMixin",
+    "LaggedNetworkPolyakUpdateAlgorithmMixin",
+    "OffPolicyAlgorithm",
+    "OffPolicyWrapperAlgorithm",
+    "OfflineAlgorithm",
+    "OnPolicyAlgorithm",
+    "OnPolicyWrapperAlgorithm",
+    "Policy",
+    "RandomActionPolicy",
+    "TPolicy",
+    "TTrainerParams",
+    "TrainingStats",
+    "episode_mc_return_to_go",
+]

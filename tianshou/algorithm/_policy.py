@@ -1,0 +1,219 @@
+"""``Policy``, the part of an agent that acts, ``RandomActionPolicy``, and ``TrainingStats``,
+what an update reports.
+
+All are re-exported by :mod:`tianshou.algorithm.algorithm_base`, their public home.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
+from torch import nn
+
+from tianshou.data import Batch, SequenceSummaryStats, to_numpy
+
+ActionBoundMethod = Literal["clip", "tanh"]
+ACTION_BOUND_METHODS: tuple[str, ...] = ("clip", "tanh")
+
+
+@dataclass(kw_only=True)
+class TrainingStats:
+    """What one update produced; algorithms subclass it to add their losses as float fields.
+
+    :param train_time: wall-clock seconds the update took.
+    :param smoothed_loss: losses averaged over recent updates, filled in by the trainer.
+    """
+
+    train_time: float = 0.0
+    smoothed_loss: dict[str, float] = field(default_factory=dict)
+
+    def get_loss_stats_dict(self) -> dict[str, float]:
+        """Return the float-valued loss fields of this record, for loggers and progress bars."""
+        reserved = {"train_time", "smoothed_loss"}
+        losses: dict[str, float] = {}
+        for name, value in vars(self).items():
+            if name in reserved or value is None:
+                continue
+            if isinstance(value, SequenceSummaryStats):
+                losses[name] = float(value.mean)
+            elif isinstance(value, int | float):
+                losses[name] = float(value)
+        return losses
+
+
+class Policy(nn.Module, ABC):
+    """Maps a batch of observations to a batch of actions; the part of an agent that acts.
+
+    A policy's network produces *raw* actions. For a ``Box`` action space the raw action is
+    bounded and optionally rescaled to the environment's range by :meth:`map_action`; the raw
+    action is what the replay buffer stores, so learning never sees the environment's scaling.
+
+    :param action_space: the environment's action space (``Box``, ``Discrete``,
+        ``MultiDiscrete`` or ``MultiBinary``).
+    :param observation_space: the environment's observation space, kept for subclasses and
+        introspection.
+    :param action_scaling: rescale raw actions from [-1, 1] to ``[low, high]`` of the ``Box``
+        space. Only valid for ``Box`` spaces.
+    :param action_bound_method: how raw continuous actions are brought into [-1, 1] before scaling:
+        ``"clip"``, ``"tanh"``, or ``None`` for no bounding.
+    """
+
+    def __init__(
+        self,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+        action_scaling: bool = False,
+        action_bound_method: ActionBoundMethod | None = "clip",
+    ) -> None:
+        if action_bound_method is not None and action_bound_method not in ACTION_BOUND_METHODS:
+            raise ValueError(
+                f"action_bound_method must be one of {ACTION_BOUND_METHODS} or None, "
+                f"got {action_bound_method!r}"
+            )
+        if action_scaling and not isinstance(action_space, Box):
+            raise ValueError(
+                f"action_scaling=True needs a Box action space, got {type(action_space).__name__}"
+            )
+        super().__init__()
+        if isinstance(action_space, Discrete | MultiDiscrete | MultiBinary):
+            self._action_type = "discrete"
+        elif isinstance(action_space, Box):
+            self._action_type = "continuous"
+        else:
+            raise ValueError(f"unsupported action space {action_space!r}")
+        self.action_space = action_space
+        self.observation_space = observation_space
+        self.action_scaling = action_scaling
+        self.action_bound_method = action_bound_method
+        self.agent_id: Any = 0
+        self.is_within_training_step = False
+        """Whether the policy acts inside a training step (collecting training data or updating).
+
+        Selects training-time behaviour such as exploration; set it with
+        :func:`tianshou.utils.torch_utils.policy_within_training_step`.
+        """
+
+    @property
+    def action_type(self) -> Literal["discrete", "continuous"]:
+        return self._action_type  # type: ignore[return-value]
+
+    def set_agent_id(self, agent_id: Any) -> None:
+        """Set the id of the agent this policy acts for (multi-agent settings)."""
+        self.agent_id = agent_id
+
+    @abstractmethod
+    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+        """Compute actions for a batch of observations.
+
+        :param batch: at least ``obs`` (leading dimension = batch size) and usually ``info``.
+        :param state: the hidden state of a recurrent policy, or None.
+        :return: a Batch with ``act`` and optionally ``state`` (next hidden state), ``policy``
+            (data to store in the replay buffer), ``logits`` and ``dist``.
+        """
+
+    def add_exploration_noise(self, act: np.ndarray | Batch, batch: Batch) -> np.ndarray | Batch:
+        """Return ``act`` with exploration noise added; the base policy explores not at all."""
+        return act
+
+    def map_action(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
+        """Turn raw actions into environment actions: bound them, then rescale them.
+
+        Only ``Box`` spaces are mapped; other actions are returned as numpy arrays unchanged.
+        """
+        mapped = _to_numpy_action(act)
+        if not isinstance(self.action_space, Box) or not isinstance(mapped, np.ndarray):
+            return mapped
+        if self.action_bound_method == "clip":
+            mapped = np.clip(mapped, -1.0, 1.0)
+        elif self.action_bound_method == "tanh":
+            mapped = np.tanh(mapped)
+        if self.action_scaling:
+            if mapped.size and (mapped.min() < -1.0 or mapped.max() > 1.0):
+                raise ValueError(
+                    "action scaling expects raw actions in [-1, 1]; use action_bound_method "
+                    f"'clip' or 'tanh', got actions in [{mapped.min()}, {mapped.max()}]"
+                )
+            low, high = self.action_space.low, self.action_space.high
+            mapped = low + (high - low) * (mapped + 1.0) / 2.0
+        return mapped
+
+    def map_action_inverse(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
+        """Invert :meth:`map_action`: environment actions back to raw actions.
+
+        Collectors use it to store random warm-up actions in the policy's raw action space.
+        """
+        raw = _to_numpy_action(act)
+        if not isinstance(self.action_space, Box) or not isinstance(raw, np.ndarray):
+            return raw
+        if self.action_scaling:
+            low, high = self.action_space.low, self.action_space.high
+            scale = np.maximum(high - low, np.finfo(np.float32).eps)
+            raw = (raw - low) * 2.0 / scale - 1.0
+        if self.action_bound_method == "tanh":
+            raw = np.arctanh(np.clip(raw, -1.0 + 1e-7, 1.0 - 1e-7))
+        return raw
+
+    def compute_action(
+        self,
+        obs: Any,
+        info: dict[str, Any] | None = None,
+        state: Any = None,
+    ) -> np.ndarray | int:
+        """The environment action for one unbatched observation (inference convenience).
+
+        :param obs: a single observation, as the environment returns it.
+        :param info: the environment's info dict for that observation.
+        :param state: the recurrent hidden state, if any.
+        """
+        obs_batch = Batch(obs=np.asarray(obs)[None], info=Batch(info) if info else Batch())
+        with torch.no_grad():
+            act = self.forward(obs_batch, state).act
+        act = np.squeeze(_to_numpy_action(act), axis=0)
+        act = self.map_action(act)
+        if isinstance(self.action_space, Box):
+            act = np.clip(act, self.action_space.low, self.action_space.high)
+        return act
+
+
+def _to_numpy_action(act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
+    if isinstance(act, torch.Tensor):
+        return act.detach().cpu().numpy()
+    if isinstance(act, Batch):
+        return act
+    return to_numpy(act)
+
+
+class RandomActionPolicy(Policy):
+    """Acts uniformly at random in its action space; a baseline and a warm-up policy.
+
+    Actions are drawn from the space's own random generator (seed it with
+    ``action_space.seed(...)``) and are environment actions: no scaling or bounding is applied.
+
+    :param action_space: the space to sample from.
+    :param observation_space: the environment's observation space (only kept).
+    """
+
+    def __init__(self, action_space: gym.Space, observation_space: gym.Space | None = None) -> None:
+        super().__init__(
+            action_space=action_space,
+            observation_space=observation_space,
+            action_scaling=False,
+            action_bound_method=None,
+        )
+
+    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+        """One random action per observation in ``batch.obs``."""
+        return Batch(act=self._sample(len(batch.obs)), state=state)
+
+    def _sample(self, num: int) -> np.ndarray:
+        space = self.action_space
+        rng = space.np_random
+        if isinstance(space, Discrete):
+            return rng.integers(space.start, space.start + space.n, size=num)
+        if isinstance(space, Box) and space.is_bounded():
+            return rng.uniform(space.low, space.high, size=(num, *space.shape)).astype(space.dtype)
+        return np.stack([space.sample() for _ in range(num)])
