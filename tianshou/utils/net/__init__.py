@@ -1,0 +1,1 @@
+"""Torch networks for actors and critics: MLP bodies, heads for continuous and discrete actions."""
