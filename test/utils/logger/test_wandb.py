@@ -1,0 +1,91 @@
+"""WandbLogger without the optional ``wandb`` package, and with a fake one standing in."""
+
+import sys
+import types
+from typing import Any
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from torch.utils.tensorboard import SummaryWriter
+
+from tianshou.utils.logger import WandbLogger
+
+
+class FakeArtifact:
+    def __init__(self, name: str, type: str, metadata: dict[str, Any]) -> None:
+        self.name, self.type, self.metadata = name, type, metadata
+        self.files: list[str] = []
+        self.downloaded_to: str | None = None
+
+    def add_file(self, path: str) -> None:
+        self.files.append(path)
+
+    def download(self, root: str) -> None:
+        self.downloaded_to = root
+
+
+class FakeRun:
+    id = "run42"
+
+    def __init__(self) -> None:
+        self.artifacts: list[FakeArtifact] = []
+        self.finished = False
+
+    def log_artifact(self, artifact: FakeArtifact) -> None:
+        self.artifacts.append(artifact)
+
+    def use_artifact(self, name: str) -> FakeArtifact:
+        assert name == "run_run42_checkpoint:latest"
+        return self.artifacts[-1]
+
+    def finish(self) -> None:
+        self.finished = True
+
+
+@pytest.fixture
+def fake_wandb(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    module = types.ModuleType("wandb")
+    state = types.SimpleNamespace(init_kwargs=None, run=FakeRun())
+
+    def init(**kwargs: Any) -> FakeRun:
+        state.init_kwargs = kwargs
+        return state.run
+
+    module.init = init  # type: ignore[attr-defined]
+    module.run = None  # type: ignore[attr-defined]
+    module.Artifact = FakeArtifact  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", module)
+    return state
+
+
+def test_missing_wandb_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "wandb", None)  # makes `import wandb` fail
+    with pytest.raises(ImportError, match=r"optional package 'wandb'.*pip install wandb"):
+        WandbLogger()
+
+
+def test_writes_through_tensorboard(fake_wandb: types.SimpleNamespace, tmp_path: Any) -> None:
+    logger = WandbLogger(project="proj", name="exp")
+    assert fake_wandb.init_kwargs["project"] == "proj"
+    assert fake_wandb.init_kwargs["sync_tensorboard"] is True
+    with pytest.raises(RuntimeError, match=r"logger\.load"):
+        logger.log_test_data({"r": 1.0}, 0)
+    logger.load(SummaryWriter(str(tmp_path)))
+    logger.log_test_data({"r": 1.0}, 0)
+    accumulator = EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+    assert [e.value for e in accumulator.Scalars("test/r")] == [1.0]
+    logger.finalize()
+    assert fake_wandb.run.finished
+
+
+def test_checkpoint_artifacts(fake_wandb: types.SimpleNamespace, tmp_path: Any) -> None:
+    checkpoint = tmp_path / "ckpt.pt"
+    checkpoint.write_text("weights")
+    logger = WandbLogger(save_interval=1)
+    logger.save_data(3, 300, 30, lambda *_: str(checkpoint))
+    (artifact,) = fake_wandb.run.artifacts
+    assert artifact.name == "run_run42_checkpoint" and artifact.files == [str(checkpoint)]
+    assert logger.restore_data() == (3, 300, 30)
+    assert artifact.downloaded_to == str(tmp_path)
+    assert logger.restored

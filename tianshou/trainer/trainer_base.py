@@ -1,0 +1,443 @@
+"""The epoch loop every trainer shares, and the collect-then-update step of online trainers.
+
+A run is: :meth:`Trainer.reset` (counters, optional resume from the logger's checkpoint, collector
+resets, an initial test step that sets the best score), then :meth:`Trainer.execute_epoch` until
+``max_epochs`` or ``stop_fn`` fires. An epoch is training steps until ``epoch_num_steps`` env steps
+(online) or update steps (offline) are done, then a checkpoint and a test step.
+
+The per-step path is kept lean: losses are only averaged, dicts only built and the progress bar's
+text only formatted when someone will look at them (a log write that is due, a bar refresh, the
+end of an epoch).
+"""
+
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+
+from tianshou import config as tianshou_config
+from tianshou.data import CollectStats, CollectStatsBase, SequenceSummaryStats
+from tianshou.data.buffer.buffer_base import MalformedBufferError, ReplayBuffer
+from tianshou.data.stats import EpochStats, InfoStats, TimingStats
+from tianshou.trainer.params import OnlineTrainerParams, TrainerParams
+from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
+from tianshou.utils.progress_bar import DummyTqdm, tqdm_config
+from tianshou.utils.statistics import MovAvg
+from tianshou.utils.torch_utils import policy_within_training_step
+
+if TYPE_CHECKING:
+    from tianshou.algorithm.algorithm_base import Algorithm, TrainingStats
+
+TAlgorithm = TypeVar("TAlgorithm", bound="Algorithm")
+TTrainerParams = TypeVar("TTrainerParams", bound=TrainerParams)
+TOnlineTrainerParams = TypeVar("TOnlineTrainerParams", bound=OnlineTrainerParams)
+
+_POSTFIX_REFRESH_SECONDS = 0.25
+"""How often the progress bar's text (returns, losses) is rebuilt."""
+_LOSS_WINDOW = 100
+"""Window of the moving averages of the losses (``MovAvg``'s default)."""
+
+
+@dataclass(slots=True)
+class _TrainingStepResult:
+    """What one training step did, for the epoch loop's counters and display."""
+
+    steps_in_epoch: int
+    """How far the step advances the epoch (env steps online, 1 update offline)."""
+    collect_stats: CollectStatsBase | None
+    training_stats: "TrainingStats | None"
+    should_stop: bool = False
+
+
+def _mean_return(stats: CollectStats) -> float:
+    """The default test score: the mean return of the test episodes."""
+    return float(stats.returns_stat.mean) if stats.returns_stat is not None else float("nan")
+
+
+def _logs_only_when_due(logger: BaseLogger, method: str) -> bool:
+    """Whether ``logger.<method>`` is the interval-gated base implementation, so the trainer may
+    skip building the data dict whenever the interval has not passed yet."""
+    return getattr(type(logger), method) is getattr(BaseLogger, method)
+
+
+def check_recent_rows_for_nan(buffer: ReplayBuffer, num_rows: int) -> None:
+    """Raise ``MalformedBufferError`` if one of the last ``num_rows`` rows written to any
+    sub-buffer holds a NaN or None.
+
+    A collection of ``num_rows`` steps wrote at most that many rows into each sub-buffer, so this
+    covers the fresh data while costing O(num_rows * sub-buffers) instead of a full scan.
+    """
+    edges = buffer.subbuffer_edges
+    last_rows = np.atleast_1d(buffer.last_index)
+    sub_buffers = getattr(buffer, "buffers", None)
+    lengths = [len(sub) for sub in sub_buffers] if sub_buffers is not None else [len(buffer)]
+    recent = [
+        start + (last - start - np.arange(min(num_rows, length))) % (stop - start)
+        for start, stop, last, length in zip(edges[:-1], edges[1:], last_rows, lengths, strict=True)
+        if length
+    ]
+    if recent and buffer[np.concatenate(recent)].hasnull():
+        raise MalformedBufferError(
+            "the freshly collected data holds NaN or None values; drop them with "
+            "buffer.dropnull(). Typical causes: an environment returning NaN observations or "
+            "rewards, or a collector hook writing incomplete data"
+        )
+
+
+class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
+    """Runs the epochs of a training run: training steps, checkpoints, test steps, stopping.
+
+    Use :meth:`run` for a whole run, or :meth:`reset` followed by :meth:`execute_epoch` calls
+    (or iterate over the trainer, which yields each epoch's ``EpochStats``) to drive it yourself.
+
+    :param algorithm: the algorithm to train; its ``policy`` is what collectors run.
+    :param params: the run's settings.
+    """
+
+    def __init__(self, algorithm: TAlgorithm, params: TTrainerParams) -> None:
+        self.algorithm = algorithm
+        self.params = params
+        self._logger: BaseLogger = params.logger if params.logger is not None else LazyLogger()
+        self._log_update_when_due = _logs_only_when_due(self._logger, "log_update_data")
+        self._log_training_when_due = _logs_only_when_due(self._logger, "log_training_data")
+        self._logs_nothing = isinstance(self._logger, LazyLogger)
+        self._compute_score = params.compute_score_fn or _mean_return
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
+        self._epoch = 0
+        self._env_step = 0
+        self._env_episode = 0
+        self._current_update_step = 0
+        self._start_env_step = 0
+        self._best_score = 0.0
+        self._best_reward = 0.0
+        self._best_reward_std = 0.0
+        self._best_epoch = 0
+        self._stop_fn_flag = False
+        self._test_steps = 0
+        self._test_episodes = 0
+        self._test_time = 0.0
+        self._train_collect_time = 0.0
+        self._policy_update_time = 0.0
+        self._start_time = time.perf_counter()
+        self._loss_avgs: dict[str, MovAvg] = {}
+        self._pending_updates: deque[TrainingStats] = deque(maxlen=_LOSS_WINDOW)
+        self._last_collect_with_episodes: CollectStats | None = None
+        self._next_postfix_time = 0.0
+        self._last_test_score = float("nan")
+
+    # ------------------------------------------------------------------ run / reset / epochs
+    def run(
+        self, reset_collectors: bool = True, reset_collector_buffers: bool = False
+    ) -> InfoStats:
+        """Train until ``max_epochs`` or until ``stop_fn`` fires, and return the final counters.
+
+        :param reset_collectors: reset the collectors' envs and counters first.
+        :param reset_collector_buffers: also empty their buffers (by default data collected
+            before, e.g. a random warm-up, is kept).
+        """
+        self.reset(
+            reset_collectors=reset_collectors, reset_collector_buffers=reset_collector_buffers
+        )
+        while self._epoch < self.params.max_epochs and not self._stop_fn_flag:
+            self.execute_epoch()
+        return self._create_info_stats()
+
+    def reset(self, reset_collectors: bool = True, reset_collector_buffers: bool = False) -> None:
+        """Zero the counters (or restore them from the logger's checkpoint with
+        ``resume_from_log``), reset the collectors, and run the initial test step, whose score
+        becomes the best score so far (``save_best_fn`` is called for it)."""
+        self._reset_counters()
+        if self.params.resume_from_log:
+            self._epoch, self._env_step, self._current_update_step = self._logger.restore_data()
+            self._start_env_step = self._env_step
+        if reset_collectors:
+            self._reset_collectors(reset_buffer=reset_collector_buffers)
+        if self.params.test_collector is not None:
+            self._test_step(force_update_best=True)
+
+    def _reset_collectors(self, reset_buffer: bool = False) -> None:
+        if self.params.test_collector is not None:
+            self.params.test_collector.reset(reset_buffer=reset_buffer)
+
+    def __iter__(self) -> Iterator[EpochStats]:
+        """Reset, then yield the ``EpochStats`` of each epoch until the run would end."""
+        self.reset()
+        while self._epoch < self.params.max_epochs and not self._stop_fn_flag:
+            yield self.execute_epoch()
+
+    def execute_epoch(self) -> EpochStats:
+        """Run one epoch: training steps until ``epoch_num_steps`` is reached (or training is
+        stopped), then, unless stopped, a checkpoint through the logger and a test step."""
+        self._epoch += 1
+        epoch_steps = self.params.epoch_num_steps
+        steps_done = 0
+        train_collect: CollectStatsBase | None = None
+        training: TrainingStats | None = None
+        with self._progress_bar() as bar:
+            while steps_done < epoch_steps and not self._stop_fn_flag:
+                self._current_update_step += 1
+                result = self._training_step()
+                steps_done += result.steps_in_epoch
+                if result.collect_stats is not None:
+                    train_collect = result.collect_stats
+                if result.training_stats is not None:
+                    training = result.training_stats
+                self._stop_fn_flag = result.should_stop
+                if self.params.show_progress and time.perf_counter() >= self._next_postfix_time:
+                    self._refresh_postfix(bar)
+                bar.update(result.steps_in_epoch)
+            if self.params.show_progress:
+                self._refresh_postfix(bar)
+        if training is not None:
+            training.smoothed_loss = self._flush_loss_averages()
+        test_collect = None
+        if not self._stop_fn_flag:
+            self._logger.save_data(
+                self._epoch,
+                self._env_step,
+                self._current_update_step,
+                self.params.save_checkpoint_fn,
+            )
+            if self.params.test_collector is not None:
+                test_collect = self._test_step()
+                stop_fn = self.params.stop_fn
+                self._stop_fn_flag = bool(stop_fn is not None and stop_fn(self._best_score))
+        info = self._create_info_stats()
+        if not self._logs_nothing:
+            self._logger.log_info_data(asdict(info), self._epoch)
+        return EpochStats(
+            epoch=self._epoch,
+            train_collect_stat=train_collect,
+            test_collect_stat=test_collect,
+            training_stat=training,
+            info_stat=info,
+        )
+
+    @abstractmethod
+    def _training_step(self) -> _TrainingStepResult:
+        """One unit of training (collect and update, or one offline update)."""
+
+    # ------------------------------------------------------------------ testing
+    def _test_step(self, force_update_best: bool = False) -> CollectStats:
+        """Collect test episodes, update the best score (calling ``save_best_fn`` on an
+        improvement) and print the summary line when verbose."""
+        params = self.params
+        collector = params.test_collector
+        assert collector is not None
+        start = time.perf_counter()
+        collector.reset(reset_stats=False)
+        if params.test_fn is not None:
+            params.test_fn(self._epoch, self._env_step)
+        stats = collector.collect(n_episode=params.test_step_num_episodes)
+        self._test_time += time.perf_counter() - start
+        self._test_steps += stats.n_collected_steps
+        self._test_episodes += stats.n_collected_episodes
+        self._reduce_multi_agent_returns(stats)
+        if not self._logs_nothing:
+            self._logger.log_test_data(asdict(stats), self._env_step)
+        self._last_test_score = score = float(self._compute_score(stats))
+        returns = stats.returns_stat or SequenceSummaryStats.from_single_value(float("nan"))
+        if force_update_best or score > self._best_score:
+            self._best_score = score
+            self._best_epoch = self._epoch
+            self._best_reward, self._best_reward_std = returns.mean, returns.std
+            if params.save_best_fn is not None:
+                params.save_best_fn(self.algorithm)
+        if params.verbose:
+            self._print(self._summary_line(returns, score))
+        return stats
+
+    def _print(self, line: str) -> None:
+        """Print without tearing an open progress bar."""
+        if self.params.show_progress:
+            import tqdm
+
+            tqdm.tqdm.write(line)
+        else:
+            print(line, flush=True)
+
+    def _summary_line(self, returns: SequenceSummaryStats, score: float) -> str:
+        line = (
+            f"Epoch #{self._epoch}: test_reward: {returns.mean:.6f} ± {returns.std:.6f}, "
+            f"best_reward: {self._best_reward:.6f} ± {self._best_reward_std:.6f} "
+            f"in #{self._best_epoch}"
+        )
+        if self.params.compute_score_fn is not None:
+            line += f", score: {score:.6f}, best_score: {self._best_score:.6f}"
+        return line
+
+    def _reduce_multi_agent_returns(self, stats: CollectStats) -> None:
+        """Apply ``multi_agent_return_reduction`` to the per-episode returns, in place."""
+        reduce = self.params.multi_agent_return_reduction
+        if reduce is None or stats.n_collected_episodes == 0:
+            return
+        stats.returns = np.asarray(reduce(stats.returns), dtype=float)
+        stats.returns_stat = SequenceSummaryStats.from_sequence(stats.returns)
+
+    # ------------------------------------------------------------------ update bookkeeping
+    def _record_update(self, stats: "TrainingStats") -> None:
+        """Account for one ``algorithm.update`` result; cheap, since it runs per gradient step."""
+        self._policy_update_time += stats.train_time
+        self._pending_updates.append(stats)
+
+    def _finish_update_step(self, stats: "TrainingStats") -> None:
+        """Log the last update of a training step when the logger will write it."""
+        if self._logs_nothing:
+            return
+        step = self._current_update_step
+        logger = self._logger
+        if (
+            self._log_update_when_due
+            and step - logger.last_log_update_step < logger.update_interval
+        ):
+            return
+        stats.smoothed_loss = self._flush_loss_averages()
+        logger.log_update_data(asdict(stats), step)
+
+    def _flush_loss_averages(self) -> dict[str, float]:
+        """Feed the losses of the updates since the last flush into the moving averages and
+        return the averages. Only the last ``_LOSS_WINDOW`` updates can still be in a window,
+        so only those are kept pending."""
+        pending = self._pending_updates
+        per_key: dict[str, list[float]] = {}
+        for stats in pending:
+            for key, value in stats.get_loss_stats_dict().items():
+                per_key.setdefault(key, []).append(value)
+        pending.clear()
+        for key, values in per_key.items():
+            self._loss_avgs.setdefault(key, MovAvg(_LOSS_WINDOW)).add(values)
+        return {key: avg.get() for key, avg in self._loss_avgs.items()}
+
+    # ------------------------------------------------------------------ display and stats
+    def _progress_bar(self) -> Any:
+        if not self.params.show_progress:
+            return DummyTqdm(total=self.params.epoch_num_steps)
+        import tqdm
+
+        return tqdm.tqdm(
+            total=self.params.epoch_num_steps,
+            desc=f"Epoch #{self._epoch}",
+            unit=self._progress_unit,
+            **tqdm_config,
+        )
+
+    _progress_unit = "env_step"
+
+    def _refresh_postfix(self, bar: Any) -> None:
+        """Show the latest counters, training returns and smoothed losses on the bar."""
+        self._next_postfix_time = time.perf_counter() + _POSTFIX_REFRESH_SECONDS
+        postfix: dict[str, str] = {"env_step": str(self._env_step)}
+        last = self._last_collect_with_episodes
+        if last is not None and last.returns_stat is not None and last.lens_stat is not None:
+            postfix["env_episode"] = str(self._env_episode)
+            postfix["rew"] = f"{last.returns_stat.mean:.2f}"
+            postfix["len"] = str(int(last.lens_stat.mean))
+        for key, value in self._flush_loss_averages().items():
+            postfix[key] = f"{value:.3f}"
+        bar.set_postfix(postfix, refresh=False)
+
+    def _create_info_stats(self) -> InfoStats:
+        total = time.perf_counter() - self._start_time
+        train_time = max(total - self._test_time, 0.0)
+        steps = self._env_step - self._start_env_step
+        return InfoStats(
+            update_step=self._current_update_step,
+            best_score=self._best_score,
+            best_reward=self._best_reward,
+            best_reward_std=self._best_reward_std,
+            train_step=self._env_step,
+            train_episode=self._env_episode,
+            test_step=self._test_steps,
+            test_episode=self._test_episodes,
+            timing=TimingStats(
+                total_time=total,
+                train_time=train_time,
+                train_time_collect=self._train_collect_time,
+                train_time_update=self._policy_update_time,
+                test_time=self._test_time,
+                update_speed=steps / train_time if train_time > 0 else 0.0,
+            ),
+        )
+
+
+class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
+    """A trainer whose training step collects data with the training collector, then updates.
+
+    The step runs inside ``policy_within_training_step(algorithm.policy)``: ``training_fn``,
+    the collection, the buffer check, the optional test-in-training and the update.
+    """
+
+    def _reset_collectors(self, reset_buffer: bool = False) -> None:
+        super()._reset_collectors(reset_buffer=reset_buffer)
+        self.params.training_collector.reset(reset_buffer=reset_buffer)
+
+    def _training_step(self) -> _TrainingStepResult:
+        with policy_within_training_step(self.algorithm.policy):
+            collect_stats = self._collect_training_data()
+            should_stop = self._test_in_training(collect_stats)
+            training_stats = None if should_stop else self._update_step(collect_stats)
+        return _TrainingStepResult(
+            steps_in_epoch=collect_stats.n_collected_steps,
+            collect_stats=collect_stats,
+            training_stats=training_stats,
+            should_stop=should_stop,
+        )
+
+    def _collect_training_data(self) -> CollectStats:
+        params = self.params
+        if params.training_fn is not None:
+            params.training_fn(self._epoch, self._env_step)
+        collector = params.training_collector
+        stats = collector.collect(
+            n_step=params.collection_step_num_env_steps,
+            n_episode=params.collection_step_num_episodes,
+        )
+        if tianshou_config.ENABLE_VALIDATION and not collector.raise_on_nan_in_buffer:
+            check_recent_rows_for_nan(collector.buffer, stats.n_collected_steps)
+        self._env_step += stats.n_collected_steps
+        self._train_collect_time += stats.collect_time
+        if stats.n_collected_episodes > 0:
+            self._env_episode += stats.n_collected_episodes
+            self._reduce_multi_agent_returns(stats)
+            self._last_collect_with_episodes = stats
+            self._log_training_data(stats)
+        return stats
+
+    def _log_training_data(self, stats: CollectStats) -> None:
+        if self._logs_nothing:
+            return
+        logger = self._logger
+        if (
+            self._log_training_when_due
+            and self._env_step - logger.last_log_train_step < logger.training_interval
+        ):
+            return
+        logger.log_training_data(asdict(stats), self._env_step)
+
+    def _test_in_training(self, collect_stats: CollectStats) -> bool:
+        """If the training returns satisfy ``stop_fn``, test right away (outside the training
+        step's exploration settings); True if the test returns satisfy it as well."""
+        params = self.params
+        stop_fn = params.stop_fn
+        returns = collect_stats.returns_stat
+        if not params.test_in_training or stop_fn is None or returns is None:
+            return False
+        if not stop_fn(returns.mean):
+            return False
+        with policy_within_training_step(self.algorithm.policy, enabled=False):
+            self._test_step()
+        if stop_fn(self._last_test_score):
+            return True
+        if params.training_fn is not None:
+            params.training_fn(self._epoch, self._env_step)
+        return False
+
+    @abstractmethod
+    def _update_step(self, collect_stats: CollectStats) -> "TrainingStats":
+        """Update the algorithm with the freshly collected data."""

@@ -1,0 +1,256 @@
+"""The logger interface the trainers talk to, and the no-op logger used when none is given.
+
+A trainer hands a logger plain nested dicts (``dataclasses.asdict`` of the stats records) together
+with a step counter. The logger decides whether enough steps passed since it last wrote that
+scope, flattens the dict to ``"a/b/c"`` keys with scalar values and calls :meth:`BaseLogger.write`,
+the one method a concrete backend has to provide besides checkpoint bookkeeping.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from enum import StrEnum
+from numbers import Number
+from typing import Any
+
+import numpy as np
+
+VALID_LOG_VALS_TYPE = int | Number | np.number | np.ndarray | float
+"""Values a logger can write: numbers, and (unless excluded) numpy arrays."""
+VALID_LOG_VALS = (int, Number, np.number, np.ndarray, float)
+
+
+class DataScope(StrEnum):
+    """The four kinds of data a trainer logs, each with its own step counter and interval."""
+
+    TRAINING = "training"
+    """Training collection statistics, stepped by env steps."""
+    TEST = "test"
+    """Test collection statistics, stepped by env steps."""
+    UPDATE = "update"
+    """Algorithm update statistics (losses), stepped by update steps."""
+    INFO = "info"
+    """The trainer's counters and timing (``InfoStats``), stepped by epochs."""
+    TRAIN = "training"
+    """Alias of :attr:`TRAINING`, the name earlier releases used."""
+
+
+class BaseLogger(ABC):
+    """Rate-limits, flattens and forwards training statistics to a backend's :meth:`write`.
+
+    Each scope is written at most once per interval of its step counter, so a trainer can call the
+    ``log_*`` methods on every step without flooding the backend.
+
+    :param training_interval: minimum env steps between two writes of training data.
+    :param test_interval: minimum env steps between two writes of test data.
+    :param update_interval: minimum update steps between two writes of update data.
+    :param info_interval: minimum epochs between two writes of info data.
+    :param save_interval: minimum epochs between two checkpoints in :meth:`save_data`
+        (None: every epoch).
+    :param exclude_arrays: drop numpy arrays (e.g. per-episode returns) when flattening, keeping
+        only scalars; backends that can draw histograms may set it to False.
+    """
+
+    def __init__(
+        self,
+        training_interval: int = 1000,
+        test_interval: int = 1,
+        update_interval: int = 1000,
+        info_interval: int = 1,
+        save_interval: int | None = None,
+        exclude_arrays: bool = True,
+    ) -> None:
+        self.training_interval = training_interval
+        self.test_interval = test_interval
+        self.update_interval = update_interval
+        self.info_interval = info_interval
+        self.save_interval = 1 if save_interval is None else save_interval
+        self.exclude_arrays = exclude_arrays
+        self.last_log_train_step = -1
+        self.last_log_test_step = -1
+        self.last_log_update_step = -1
+        self.last_log_info_step = -1
+        self.last_save_step = -1
+
+    @abstractmethod
+    def write(self, step_type: str, step: int, data: dict[str, VALID_LOG_VALS_TYPE]) -> None:
+        """Write flattened ``data`` to the backend.
+
+        :param step_type: ``"<scope>/<step name>"``, e.g. ``"training/env_step"``; the backend
+            prefixes the keys of ``data`` with the scope.
+        :param step: the value of the step counter the data belongs to.
+        :param data: flat mapping from ``"a/b"`` keys to numbers (or arrays).
+        """
+
+    @staticmethod
+    def prepare_dict_for_logging(
+        input_dict: dict[str, Any],
+        parent_key: str = "",
+        delimiter: str = "/",
+        exclude_arrays: bool = True,
+    ) -> dict[str, VALID_LOG_VALS_TYPE]:
+        """Flatten nested dicts into ``delimiter``-joined keys, keeping only loggable values.
+
+        Strings, None, tensors and other objects are dropped; arrays are dropped too when
+        ``exclude_arrays``. Non-string keys (e.g. action dimensions) are converted with ``str``.
+
+        Example::
+
+            >>> BaseLogger.prepare_dict_for_logging({"a": {"b": 1.0, "c": "x"}, "n": 2})
+            {'a/b': 1.0, 'n': 2}
+        """
+        result: dict[str, VALID_LOG_VALS_TYPE] = {}
+
+        def flatten_into(prefix: str, current: dict[Any, Any]) -> None:
+            for key, value in current.items():
+                name = f"{prefix}{delimiter}{key}" if prefix else str(key)
+                if isinstance(value, dict):
+                    flatten_into(name, value)
+                elif isinstance(value, np.ndarray):
+                    if not exclude_arrays:
+                        result[name] = value
+                elif isinstance(value, VALID_LOG_VALS):
+                    result[name] = value
+
+        flatten_into(parent_key, input_dict)
+        return result
+
+    def _log_if_due(self, scope: DataScope, step_name: str, log_data: dict, step: int) -> bool:
+        """Write ``log_data`` under ``scope`` if its interval has passed; return whether it did."""
+        attr = _LAST_STEP_ATTR[scope]
+        if step - getattr(self, attr) < getattr(self, _INTERVAL_ATTR[scope]):
+            return False
+        flat = self.prepare_dict_for_logging(log_data, exclude_arrays=self.exclude_arrays)
+        self.write(f"{scope.value}/{step_name}", step, flat)
+        setattr(self, attr, step)
+        return True
+
+    def log_training_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Log the statistics of a training collection (``asdict(CollectStats)``) at env step
+        ``step``."""
+        self._log_if_due(DataScope.TRAINING, "env_step", log_data, step)
+
+    def log_train_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Same as :meth:`log_training_data` (the name earlier releases used)."""
+        self.log_training_data(log_data, step)
+
+    def log_test_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Log the statistics of a test collection at env step ``step``."""
+        self._log_if_due(DataScope.TEST, "env_step", log_data, step)
+
+    def log_update_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Log the statistics of an algorithm update (losses) at update step ``step``."""
+        self._log_if_due(DataScope.UPDATE, "update_step", log_data, step)
+
+    def log_info_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Log the trainer's ``InfoStats`` at epoch ``step``."""
+        self._log_if_due(DataScope.INFO, "epoch", log_data, step)
+
+    def should_save(self, epoch: int) -> bool:
+        """Whether :meth:`save_data` would checkpoint at ``epoch`` (its interval has passed)."""
+        return epoch - self.last_save_step >= self.save_interval
+
+    @abstractmethod
+    def save_data(
+        self,
+        epoch: int,
+        env_step: int,
+        gradient_step: int,
+        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+    ) -> None:
+        """Checkpoint: call ``save_checkpoint_fn(epoch, env_step, gradient_step)`` if given and due,
+        and record the three counters so :meth:`restore_data` can return them.
+
+        :param gradient_step: the trainer's update-step counter.
+        """
+
+    @abstractmethod
+    def restore_data(self) -> tuple[int, int, int]:
+        """Return ``(epoch, env_step, gradient_step)`` of the last checkpoint ((0, 0, 0) if none)
+        and advance the logging intervals so a resumed run does not write the same steps
+        twice."""
+
+    @abstractmethod
+    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+        """Read everything logged under ``log_path`` back as nested dicts of value arrays, keyed
+        like the flattened names (``{"test": {"returns_stat": {"mean": array([...])}}}``)."""
+
+    @abstractmethod
+    def finalize(self) -> None:
+        """Flush and release the backend at the end of training."""
+
+    def _restore_intervals(self, epoch: int, env_step: int, gradient_step: int) -> None:
+        """Mark the checkpoint's steps as already logged, so resumed logging continues after
+        them."""
+        self.last_save_step = epoch
+        self.last_log_info_step = epoch
+        self.last_log_train_step = env_step
+        self.last_log_test_step = env_step
+        self.last_log_update_step = gradient_step
+
+
+_LAST_STEP_ATTR = {
+    DataScope.TRAINING: "last_log_train_step",
+    DataScope.TEST: "last_log_test_step",
+    DataScope.UPDATE: "last_log_update_step",
+    DataScope.INFO: "last_log_info_step",
+}
+_INTERVAL_ATTR = {
+    DataScope.TRAINING: "training_interval",
+    DataScope.TEST: "test_interval",
+    DataScope.UPDATE: "update_interval",
+    DataScope.INFO: "info_interval",
+}
+
+
+def nest_flat_keys(flat: dict[str, Any], delimiter: str = "/") -> dict[str, Any]:
+    """Turn ``{"a/b": v}`` into ``{"a": {"b": v}}``; the inverse of the flattening loggers do."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(delimiter)
+        current = nested
+        for parent in parents:
+            current = current.setdefault(parent, {})
+        current[leaf] = value
+    return nested
+
+
+class LazyLogger(BaseLogger):
+    """A logger that writes nothing; the trainers' default when no logger is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def write(self, step_type: str, step: int, data: dict[str, VALID_LOG_VALS_TYPE]) -> None:
+        """Discard the data."""
+
+    def log_training_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Discard the data (without flattening it first)."""
+
+    def log_test_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Discard the data (without flattening it first)."""
+
+    def log_update_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Discard the data (without flattening it first)."""
+
+    def log_info_data(self, log_data: dict[str, Any], step: int) -> None:
+        """Discard the data (without flattening it first)."""
+
+    def save_data(
+        self,
+        epoch: int,
+        env_step: int,
+        gradient_step: int,
+        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+    ) -> None:
+        """Do nothing: there is nowhere to record a checkpoint, so none is written."""
+
+    def restore_data(self) -> tuple[int, int, int]:
+        """Nothing was saved: start from zero."""
+        return 0, 0, 0
+
+    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+        """Nothing was logged."""
+        return {}
+
+    def finalize(self) -> None:
+        """Nothing to release."""
