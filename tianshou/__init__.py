@@ -1,12 +1,13 @@
 """Tianshou: a modular deep reinforcement learning library on PyTorch.
 
 Layers, from the bottom up: ``tianshou.data`` (Batch, replay buffers) and ``tianshou.env``
-(vectorised environments); ``tianshou.algorithm`` (Policy and Algorithm); the trainers in
-``tianshou.trainer``; helpers in ``tianshou.utils``.
+(vectorised environments); ``tianshou.algorithm`` (Policy and Algorithm) with the exploration
+noise of ``tianshou.exploration``; the trainers in ``tianshou.trainer``; helpers in
+``tianshou.utils``.
 """
 
-from tianshou import algorithm, data, env, utils
+from tianshou import data, env, exploration, algorithm, trainer, utils  # noqa: I001  (layer order)
 
 __version__ = "2.0.1"
 
-__all__ = ["__version__", "algorithm", "data", "env", "utils"]
+__all__ = ["__version__", "algorithm", "data", "env", "exploration", "trainer", "utils"]

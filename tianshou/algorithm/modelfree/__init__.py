@@ -1,0 +1,1 @@
+"""Model-free algorithms: policy-gradient, actor-critic and value-based methods."""

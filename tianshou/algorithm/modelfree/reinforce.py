@@ -1,0 +1,319 @@
+"""Stochastic actor policies and REINFORCE, the Monte-Carlo policy-gradient algorithm.
+
+``ProbabilisticActorPolicy`` turns an actor network's output into a torch distribution and
+samples actions from it; the on-policy actor-critic algorithms (A2C, PPO) reuse it. The helpers
+at the bottom (:func:`training_view`, :func:`check_finite_loss`) keep their update loops lean.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.spaces import Box, Discrete
+from torch import nn
+from torch.distributions import Categorical, Distribution
+
+from tianshou.algorithm.algorithm_base import (
+    ActionBoundMethod,
+    Algorithm,
+    OnPolicyAlgorithm,
+    Policy,
+    TrainingStats,
+)
+from tianshou.algorithm.optim import OptimizerFactory
+from tianshou.data import Batch, ReplayBuffer, SequenceSummaryStats
+from tianshou.utils.statistics import RunningMeanStd
+from tianshou.utils.torch_utils import torch_device
+
+TDistFn = Callable[[Any], Distribution]
+"""Maps the actor's output (a tensor, or a tuple such as ``(mu, sigma)``) to a distribution."""
+
+# Keys an on-policy update reads from a sample; everything else (obs_next, rew, flags, ...) is
+# dropped before minibatching so that indexing a minibatch touches as little data as possible.
+_UPDATE_KEYS = ("obs", "info", "policy", "act", "returns", "adv", "v_s", "logp_old")
+
+
+@dataclass(kw_only=True)
+class LossSequenceTrainingStats(TrainingStats):
+    """Statistics of an update made of several gradient steps: a summary of their losses."""
+
+    loss: SequenceSummaryStats
+
+
+@dataclass(kw_only=True)
+class SimpleLossTrainingStats(TrainingStats):
+    """Statistics of an update made of a single gradient step."""
+
+    loss: float
+
+
+class ProbabilisticActorPolicy(Policy):
+    """A policy that samples its actions from a distribution parameterised by an actor network.
+
+    :param actor: a module called as ``actor(obs, state=..., info=...)`` that returns
+        ``(dist_input, hidden_state)``; ``dist_input`` is whatever ``dist_fn`` accepts, e.g.
+        class probabilities ``(B, n)`` or a ``(mu, sigma)`` tuple for continuous actions.
+    :param dist_fn: builds the action distribution from ``dist_input``, e.g.
+        ``torch.distributions.Categorical`` (from probabilities) or
+        ``lambda loc_scale: Independent(Normal(*loc_scale), 1)``.
+    :param deterministic_eval: outside training steps, act with the distribution's mode
+        (arg-max / mean) instead of sampling, which usually evaluates a policy more fairly.
+    :param action_space: the environment's action space.
+    :param observation_space: the environment's observation space.
+    :param action_scaling: rescale raw actions from [-1, 1] to the ``Box`` bounds.
+    :param action_bound_method: ``"clip"``, ``"tanh"`` or None; how raw continuous actions are
+        brought into [-1, 1] before they are sent to the environment.
+    """
+
+    def __init__(
+        self,
+        *,
+        actor: nn.Module,
+        dist_fn: TDistFn,
+        deterministic_eval: bool = False,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+        action_scaling: bool = True,
+        action_bound_method: ActionBoundMethod | None = "clip",
+    ) -> None:
+        if not callable(dist_fn):
+            raise TypeError(f"dist_fn must be callable, got {type(dist_fn).__name__}")
+        super().__init__(
+            action_space=action_space,
+            observation_space=observation_space,
+            action_scaling=action_scaling and isinstance(action_space, Box),
+            action_bound_method=action_bound_method,
+        )
+        self.actor = actor
+        self.dist_fn = dist_fn
+        self.deterministic_eval = deterministic_eval
+        self._action_shape: tuple[int, ...] = tuple(action_space.shape or ())
+        self._num_classes = action_space.n if isinstance(action_space, Discrete) else None
+
+    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+        """Sample actions (or take the mode, see ``deterministic_eval``) for ``batch.obs``.
+
+        :return: a Batch with ``logits`` (the actor's raw output), ``act``, ``state`` (the
+            actor's next hidden state) and ``dist`` (the action distribution).
+        """
+        output = self.actor(batch.obs, state=state, info=batch.get("info"))
+        if not isinstance(output, tuple) or len(output) != 2:
+            raise TypeError(
+                "the actor must return a pair (dist_input, hidden_state), got "
+                f"{type(output).__name__}"
+            )
+        dist_input, hidden = output
+        dist = self.dist_fn(dist_input)
+        if self.deterministic_eval and not self.is_within_training_step:
+            act = dist.mode
+        else:
+            act = dist.sample()
+        self._check_action_shape(act, dist, len(batch.obs))
+        return Batch._from_parsed_dict(
+            {"logits": dist_input, "act": act, "state": hidden, "dist": dist}
+        )
+
+    def _check_action_shape(self, act: torch.Tensor, dist: Distribution, num_obs: int) -> None:
+        """Fail early, naming the shapes, when the actor does not fit the action space."""
+        if act.shape[0] != num_obs or tuple(act.shape[1:]) != self._action_shape:
+            raise ValueError(
+                f"the actor's distribution yields actions of shape {tuple(act.shape)} for "
+                f"{num_obs} observations, but the action space {self.action_space} needs "
+                f"{(num_obs, *self._action_shape)}; check the actor's output layer"
+            )
+        if self._num_classes is not None and isinstance(dist, Categorical):
+            num_categories = dist.param_shape[-1]
+            if num_categories != self._num_classes:
+                raise ValueError(
+                    f"the actor outputs {num_categories} action probabilities, but the action "
+                    f"space {self.action_space} has {self._num_classes} actions"
+                )
+
+
+class DiscreteActorPolicy(ProbabilisticActorPolicy):
+    """A :class:`ProbabilisticActorPolicy` for discrete actions (no action scaling or bounding).
+
+    :param actor: returns ``(probs, hidden_state)``, e.g. a ``DiscreteActor`` with its default
+        ``softmax_output=True``.
+    :param dist_fn: builds the distribution from the actor's output; the default,
+        ``torch.distributions.Categorical``, reads it as probabilities. Use
+        ``lambda logits: Categorical(logits=logits)`` for an actor that outputs logits.
+    :param deterministic_eval: outside training steps, act with the most probable action.
+    :param action_space: the environment's discrete action space.
+    :param observation_space: the environment's observation space.
+    """
+
+    def __init__(
+        self,
+        *,
+        actor: nn.Module,
+        dist_fn: TDistFn = Categorical,
+        deterministic_eval: bool = False,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+    ) -> None:
+        if isinstance(action_space, Box):
+            raise ValueError(
+                f"DiscreteActorPolicy needs a discrete action space, got {action_space}; "
+                "use ProbabilisticActorPolicy for continuous actions"
+            )
+        super().__init__(
+            actor=actor,
+            dist_fn=dist_fn,
+            deterministic_eval=deterministic_eval,
+            action_space=action_space,
+            observation_space=observation_space,
+            action_scaling=False,
+            action_bound_method=None,
+        )
+
+
+class DiscountedReturnComputation:
+    """Adds Monte-Carlo discounted returns (optionally standardised) to a batch.
+
+    :param gamma: discount factor in [0, 1].
+    :param return_standardization: divide the returns by a running estimate of their
+        standard deviation (after subtracting its running mean), which stabilises the scale of
+        the policy gradient across training.
+    """
+
+    def __init__(self, gamma: float = 0.99, return_standardization: bool = False) -> None:
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        self.gamma = gamma
+        self.return_standardization = return_standardization
+        self.ret_rms = RunningMeanStd()
+        self.eps = 1e-8
+
+    def add_discounted_returns(
+        self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray
+    ) -> Batch:
+        """Set ``batch.returns`` to the discounted return-to-go of every transition.
+
+        Unfinished or truncated episodes are completed with the running mean of the returns
+        (zero without standardisation), the only value estimate REINFORCE has.
+        """
+        v_s_ = np.full(indices.shape, self.ret_rms.mean, dtype=np.float64)
+        returns, _ = Algorithm.compute_episodic_return(
+            batch, buffer, indices, v_s_=v_s_, gamma=self.gamma, gae_lambda=1.0
+        )
+        if self.return_standardization:
+            batch.returns = (returns - self.ret_rms.mean) / np.sqrt(self.ret_rms.var + self.eps)
+            self.ret_rms.update(returns)
+        else:
+            batch.returns = returns
+        return batch
+
+
+class Reinforce(OnPolicyAlgorithm[ProbabilisticActorPolicy]):
+    """REINFORCE: ascend ``E[log pi(a|s) * G]`` with Monte-Carlo returns ``G``.
+
+    :param policy: the stochastic policy to train.
+    :param gamma: discount factor in [0, 1].
+    :param return_standardization: standardise returns with running statistics.
+    :param optim: the factory of the policy's optimizer.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: ProbabilisticActorPolicy,
+        gamma: float = 0.99,
+        return_standardization: bool = False,
+        optim: OptimizerFactory,
+    ) -> None:
+        super().__init__(policy=policy)
+        self.optim = self._create_optimizer(self.policy, optim)
+        self.gamma = gamma
+        self.discounted_return_computation = DiscountedReturnComputation(
+            gamma=gamma, return_standardization=return_standardization
+        )
+
+    def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
+        require_samples(indices)
+        batch = self.discounted_return_computation.add_discounted_returns(batch, buffer, indices)
+        device = torch_device(self.policy)
+        batch.returns = torch.as_tensor(batch.returns, dtype=torch.float32, device=device)
+        batch.act = action_tensor(batch.act, device)
+        return batch
+
+    def _update_with_batch(
+        self, batch: Batch, batch_size: int | None, repeat: int
+    ) -> LossSequenceTrainingStats:
+        losses = []
+        for minibatch in iterate_minibatches(training_view(batch), batch_size, repeat):
+            dist = self.policy(minibatch).dist
+            log_prob = per_sample(dist.log_prob(minibatch.act), len(minibatch.returns))
+            loss = -(log_prob * minibatch.returns).mean()
+            losses.append(check_finite_loss(loss))
+            self.optim.step(loss)
+        return LossSequenceTrainingStats(loss=SequenceSummaryStats.from_sequence(losses))
+
+
+def action_tensor(act: Any, device: torch.device) -> torch.Tensor:
+    """Stored actions as a tensor for ``log_prob``: float32 if continuous, integer otherwise."""
+    tensor = torch.as_tensor(act, device=device)
+    return tensor.float() if tensor.is_floating_point() else tensor
+
+
+def per_sample(values: torch.Tensor, num_samples: int) -> torch.Tensor:
+    """Reshape per-sample values to ``(D, B)`` so a ``(B,)`` weight broadcasts over them.
+
+    Distributions without ``Independent`` give one log-probability per action dimension; each
+    dimension is then weighted separately, as in the published algorithms.
+    """
+    return values.reshape(num_samples, -1).transpose(0, 1)
+
+
+def require_samples(indices: np.ndarray) -> None:
+    """Refuse to update on an empty buffer, which has nothing to learn from."""
+    if len(indices) == 0:
+        raise ValueError("cannot update on an empty buffer; collect some transitions first")
+
+
+def training_view(batch: Batch) -> Batch:
+    """The part of a preprocessed batch that an update reads, as a lean Batch.
+
+    Only observations, infos, actions and the precomputed training targets are kept, so the
+    per-minibatch indexing copies no unused columns (``obs_next``, rewards, flags).
+    """
+    if len(batch) == 0:
+        raise ValueError("cannot update on an empty batch; collect some transitions first")
+    data = batch.__dict__
+    return Batch._from_parsed_dict({key: data[key] for key in _UPDATE_KEYS if key in data})
+
+
+def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Iterable[Batch]:
+    """Yield shuffled minibatches of ``view`` for ``repeat`` passes over it.
+
+    :param batch_size: rows per minibatch; None means the whole batch at once. A shorter last
+        minibatch is merged into the previous one.
+    :param repeat: number of passes (epochs) over the data.
+    """
+    if batch_size is not None and batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int or None, got {batch_size}")
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    split_size = batch_size or -1
+    for _ in range(repeat):
+        yield from view.split(split_size, merge_last=True)
+
+
+def check_finite_loss(loss: torch.Tensor, **parts: torch.Tensor) -> float:
+    """Return ``loss`` as a float, or raise before a NaN/inf loss can corrupt the parameters.
+
+    :param parts: the loss's components, reported in the error message to show where it broke.
+    """
+    value = loss.item()
+    if not math.isfinite(value):
+        detail = ", ".join(f"{name}={part.item():.6g}" for name, part in parts.items())
+        raise FloatingPointError(
+            f"the loss is {value}{' (' + detail + ')' if detail else ''}; the networks or the "
+            "training data produced a non-finite value (check rewards, observations and the "
+            "learning rate)"
+        )
+    return cast(float, value)

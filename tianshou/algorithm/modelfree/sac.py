@@ -1,0 +1,338 @@
+"""Soft Actor-Critic: a tanh-squashed Gaussian actor trained with twin soft Q-critics.
+
+SAC maximises return plus ``alpha`` times the policy's entropy. The entropy coefficient is either
+fixed (:class:`FixedAlpha`) or tuned to keep the entropy near a target (:class:`AutoAlpha`).
+The update does no redundant work: the critics' own parameters are excluded from the actor's
+backward pass, both critics are stepped from one backward pass (when they share no parameters),
+and the statistics are read from the device together, once per update.
+"""
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from torch.distributions import Independent, Normal
+
+from tianshou.algorithm.algorithm_base import TrainingStats
+from tianshou.algorithm.modelfree.ddpg import (
+    ContinuousPolicyWithExplorationNoise,
+    finite_values,
+    frozen,
+)
+from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
+from tianshou.algorithm.optim import OptimizerFactory
+from tianshou.data import Batch
+from tianshou.exploration import BaseNoise
+
+_TANH_EPS = float(np.finfo(np.float32).eps)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@dataclass(kw_only=True)
+class SACTrainingStats(TrainingStats):
+    """Losses of one SAC update; ``alpha`` is the entropy coefficient after the update and
+    ``alpha_loss`` the coefficient's loss (None when alpha is fixed)."""
+
+    actor_loss: float
+    critic1_loss: float
+    critic2_loss: float
+    alpha: float | None = None
+    alpha_loss: float | None = None
+
+
+class SACPolicy(ContinuousPolicyWithExplorationNoise):
+    """A Gaussian policy squashed by tanh into [-1, 1], as SAC trains it.
+
+    The actor returns ``((mu, sigma), state)``; the action is ``tanh(u)`` with ``u`` sampled
+    (reparameterised) from ``Normal(mu, sigma)``, or ``u = mu`` for deterministic evaluation.
+    Because tanh already bounds the action, the bound method is ``"clip"`` (a no-op on squashed
+    actions) and only the rescaling to the ``Box`` bounds remains.
+
+    :param actor: e.g. a ``ContinuousActorProbabilistic`` (``unbounded=True`` is customary).
+    :param exploration_noise: extra noise added to collected actions (usually None: the
+        policy's own sampling explores).
+    :param deterministic_eval: outside training steps, act with ``tanh(mu)`` instead of sampling.
+    :param action_scaling: rescale squashed actions to the ``Box`` bounds.
+    :param action_space: the environment's ``Box`` action space.
+    :param observation_space: the environment's observation space.
+    """
+
+    def __init__(
+        self,
+        *,
+        actor: nn.Module,
+        exploration_noise: BaseNoise | None = None,
+        deterministic_eval: bool = True,
+        action_scaling: bool = True,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+    ) -> None:
+        super().__init__(
+            exploration_noise=exploration_noise,
+            action_space=action_space,
+            observation_space=observation_space,
+            action_scaling=action_scaling,
+            action_bound_method="clip",
+        )
+        self.actor = actor
+        self.deterministic_eval = deterministic_eval
+        self._action_shape = tuple(action_space.shape or ())
+
+    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+        """Squashed actions for ``batch.obs`` and their log-probabilities.
+
+        :return: a Batch with ``logits`` (``mu`` and ``sigma`` stacked), ``act`` (in [-1, 1]),
+            ``state``, ``dist`` (the Gaussian before squashing) and ``log_prob`` ``(B, 1)``,
+            the log-density of the squashed action (tanh change of variables included).
+        """
+        mu, sigma, hidden = self._gaussian_parameters(batch, state)
+        if self.deterministic_eval and not self.is_within_training_step:
+            act = torch.tanh(mu)
+            # the Gaussian's log-density at its mean, plus the tanh change of variables
+            neg_log_prob = sigma.log() + torch.log(1.0 - act.square() + _TANH_EPS)
+        else:
+            noise = torch.randn_like(mu)
+            act = torch.tanh(mu + sigma * noise)
+            neg_log_prob = (
+                0.5 * noise.square() + sigma.log() + torch.log(1.0 - act.square() + _TANH_EPS)
+            )
+        log_prob = neg_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
+        dist = Independent(Normal(mu, sigma, validate_args=False), 1, validate_args=False)
+        return Batch._from_parsed_dict(
+            {
+                "logits": torch.stack((mu, sigma)),
+                "act": act,
+                "state": hidden,
+                "dist": dist,
+                "log_prob": log_prob,
+            }
+        )
+
+    def _gaussian_parameters(
+        self, batch: Batch, state: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """``(mu, sigma, hidden)`` from the actor, with the shapes checked against the space."""
+        output = self.actor(batch.obs, state=state, info=batch.get("info"))
+        try:
+            (mu, sigma), hidden = output
+        except (TypeError, ValueError):
+            raise TypeError(
+                "the SAC actor must return ((mu, sigma), hidden_state), got "
+                f"{type(output).__name__}"
+            ) from None
+        if tuple(mu.shape[1:]) != self._action_shape:
+            raise ValueError(
+                f"the actor outputs means of shape {tuple(mu.shape)}, but the action space "
+                f"{self.action_space} needs (batch_size, *{self._action_shape}); check the "
+                "actor's action_shape"
+            )
+        return mu, sigma.expand_as(mu), hidden
+
+
+class Alpha(ABC):
+    """The entropy coefficient of SAC: its current value and how it learns.
+
+    Learned coefficients are also ``nn.Module`` s (like :class:`AutoAlpha`), so that their
+    parameters are part of the algorithm's state dict.
+    """
+
+    @property
+    @abstractmethod
+    def value(self) -> float:
+        """The current coefficient."""
+
+    @abstractmethod
+    def update(self, entropy: torch.Tensor) -> float | None:
+        """Adapt the coefficient to the policy's entropy.
+
+        :param entropy: per-sample entropy estimates ``-log pi(a|s)`` (detached).
+        :return: the coefficient's loss, or None if it does not learn.
+        """
+
+    def _coefficient(self) -> float | torch.Tensor:
+        """The coefficient for the losses, without a device sync where possible."""
+        return self.value
+
+    def _loss(self, entropy: torch.Tensor) -> torch.Tensor | None:
+        """Take one learning step and return the (unsynchronised) loss, or None."""
+        loss = self.update(entropy)
+        return None if loss is None else torch.tensor(loss)
+
+
+class FixedAlpha(Alpha):
+    """A constant entropy coefficient.
+
+    :param alpha: the coefficient, >= 0.
+    """
+
+    def __init__(self, alpha: float) -> None:
+        if alpha < 0:
+            raise ValueError(f"alpha must be non-negative, got {alpha}")
+        self._value = float(alpha)
+
+    @property
+    def value(self) -> float:
+        return self._value
+
+    def update(self, entropy: torch.Tensor) -> None:
+        """A fixed coefficient does not learn."""
+        return None
+
+    def _loss(self, entropy: torch.Tensor) -> None:
+        return None
+
+
+class AutoAlpha(nn.Module, Alpha):
+    """An entropy coefficient learned so that the policy's entropy tracks a target.
+
+    It minimises ``-log_alpha * (target_entropy - entropy)``: alpha grows while the entropy is
+    below the target and shrinks while it is above.
+
+    :param target_entropy: the desired entropy, customarily ``-action_dim``.
+    :param log_alpha: the initial ``log(alpha)``.
+    :param optim: the factory of the optimizer of ``log_alpha`` (no LR scheduler).
+    """
+
+    def __init__(
+        self, target_entropy: float, log_alpha: float | torch.Tensor, optim: OptimizerFactory
+    ) -> None:
+        super().__init__()
+        self._target_entropy = float(target_entropy)
+        self._log_alpha = nn.Parameter(torch.tensor(float(log_alpha)))
+        self._optim_factory = optim
+        self._optim, lr_scheduler = optim.create_instances(self)
+        if lr_scheduler is not None:
+            raise ValueError("AutoAlpha does not support learning-rate schedulers")
+
+    @property
+    def target_entropy(self) -> float:
+        return self._target_entropy
+
+    @property
+    def value(self) -> float:
+        return float(self._log_alpha.detach().exp().item())
+
+    def _coefficient(self) -> torch.Tensor:
+        return self._log_alpha.detach().exp()
+
+    def update(self, entropy: torch.Tensor) -> float:
+        """One optimizer step on the coefficient's loss; returns the loss."""
+        return float(self._loss(entropy).item())
+
+    def _loss(self, entropy: torch.Tensor) -> torch.Tensor:
+        # the loss is linear in log_alpha, so its gradient is set directly (no autograd pass)
+        deficit = (self._target_entropy - entropy.detach()).mean()
+        loss = -(self._log_alpha.detach() * deficit)
+        self._optim.zero_grad()
+        self._log_alpha.grad = -deficit.to(self._log_alpha).reshape(self._log_alpha.shape)
+        self._optim.step()
+        return loss
+
+
+class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
+    """Soft Actor-Critic with twin critics and a fixed or learned entropy coefficient.
+
+    :param policy: the squashed-Gaussian policy to train.
+    :param policy_optim: the factory of the actor's optimizer.
+    :param critic: the first soft Q-critic, ``(obs, act) -> (B, 1)``.
+    :param critic_optim: the factory of the first critic's optimizer.
+    :param critic2: the second critic (None: a re-initialised copy of ``critic``).
+    :param critic2_optim: the factory of the second critic's optimizer (None: ``critic_optim``).
+    :param tau: Polyak coefficient of the target critics.
+    :param gamma: discount factor in [0, 1].
+    :param alpha: the entropy coefficient: a float (fixed) or an :class:`Alpha` such as
+        :class:`AutoAlpha`.
+    :param n_step_return_horizon: number of rewards summed before bootstrapping.
+    :param deterministic_eval: kept for compatibility; the policy's own ``deterministic_eval``
+        decides how it acts outside training steps.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: SACPolicy,
+        policy_optim: OptimizerFactory,
+        critic: nn.Module,
+        critic_optim: OptimizerFactory,
+        critic2: nn.Module | None = None,
+        critic2_optim: OptimizerFactory | None = None,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        alpha: float | Alpha = 0.2,
+        n_step_return_horizon: int = 1,
+        deterministic_eval: bool = True,
+    ) -> None:
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critic=critic,
+            critic_optim=critic_optim,
+            critic2=critic2,
+            critic2_optim=critic2_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step_return_horizon=n_step_return_horizon,
+        )
+        self.deterministic_eval = deterministic_eval
+        self.alpha = self._as_alpha(alpha)
+        if isinstance(self.alpha, AutoAlpha):
+            # register the coefficient's optimizer so that checkpoints include its state
+            registered = self._create_optimizer(self.alpha, self.alpha._optim_factory)
+            self.alpha._optim = registered.torch_optimizer
+
+    @staticmethod
+    def _as_alpha(alpha: float | Alpha) -> Alpha:
+        if isinstance(alpha, Alpha):
+            return alpha
+        if isinstance(alpha, int | float) and not isinstance(alpha, bool):
+            return FixedAlpha(float(alpha))
+        raise TypeError(f"alpha must be a float or an Alpha (e.g. AutoAlpha), got {alpha!r}")
+
+    def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
+        return self.policy(obs_batch)
+
+    def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
+        """Soft value: the twin-critic minimum minus ``alpha * log pi(a'|s')``."""
+        min_q = super()._target_q_compute_value(obs_batch, act_batch)
+        return min_q - self.alpha._coefficient() * act_batch.log_prob
+
+    def _update_with_batch(self, batch: Batch) -> SACTrainingStats:
+        critic1_loss, critic2_loss = self._minimize_critics(batch)
+        result = self.policy(batch)
+        alpha = self.alpha._coefficient()
+        with frozen(self._critic_only_params):
+            q1 = self.critic(batch.obs, result.act).flatten()
+            q2 = self.critic2(batch.obs, result.act).flatten()
+        actor_loss = (alpha * result.log_prob.flatten() - torch.min(q1, q2)).mean()
+        self.policy_optim.step(actor_loss)
+        alpha_loss = self.alpha._loss(-result.log_prob.detach())
+        self._update_lagged_network_weights()
+        return self._stats(actor_loss, critic1_loss, critic2_loss, alpha_loss)
+
+    def _stats(
+        self,
+        actor_loss: torch.Tensor,
+        critic1_loss: torch.Tensor,
+        critic2_loss: torch.Tensor,
+        alpha_loss: torch.Tensor | None,
+    ) -> SACTrainingStats:
+        """Read every statistic with one device sync and fail on a non-finite loss."""
+        losses = {"actor_loss": actor_loss, "critic1_loss": critic1_loss}
+        losses["critic2_loss"] = critic2_loss
+        coefficient = self.alpha._coefficient()
+        losses["alpha"] = torch.as_tensor(coefficient, device=actor_loss.device)
+        if alpha_loss is not None:
+            losses["alpha_loss"] = alpha_loss.to(actor_loss.device)
+        values = dict(zip(losses, finite_values(**losses), strict=True))
+        return SACTrainingStats(
+            actor_loss=values["actor_loss"],
+            critic1_loss=values["critic1_loss"],
+            critic2_loss=values["critic2_loss"],
+            alpha=values["alpha"],
+            alpha_loss=values.get("alpha_loss"),
+        )

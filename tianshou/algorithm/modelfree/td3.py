@@ -1,0 +1,222 @@
+"""Twin-critic off-policy actor-critic algorithms and TD3.
+
+``ActorDualCriticsOffPolicyAlgorithm`` adds a second Q-critic (and its target copy) to
+``ActorCriticOffPolicyAlgorithm`` and bootstraps from the minimum of the two target critics, which
+counters the over-estimation a single critic suffers from. ``TD3`` uses it with a deterministic
+actor, target-policy smoothing and delayed actor updates; ``SAC`` with a stochastic actor.
+"""
+
+import copy
+from abc import ABC
+from dataclasses import dataclass
+from typing import Generic
+
+import torch
+from torch import nn
+
+from tianshou.algorithm.algorithm_base import TrainingStats
+from tianshou.algorithm.modelfree.ddpg import (
+    ActorCriticOffPolicyAlgorithm,
+    ContinuousDeterministicPolicy,
+    TPolicy,
+    exclusive_parameters,
+    finite_values,
+    frozen,
+)
+from tianshou.algorithm.optim import OptimizerFactory
+from tianshou.data import Batch
+
+
+@dataclass(kw_only=True)
+class TD3TrainingStats(TrainingStats):
+    """Losses of one TD3 update (``actor_loss`` is that of the latest actor step)."""
+
+    actor_loss: float
+    critic1_loss: float
+    critic2_loss: float
+
+
+def fresh_copy(module: nn.Module) -> nn.Module:
+    """A deep copy of ``module`` whose layers are re-initialised (independent parameters)."""
+    clone = copy.deepcopy(module)
+    for submodule in clone.modules():
+        reset = getattr(submodule, "reset_parameters", None)
+        if callable(reset):
+            reset()
+    return clone
+
+
+class ActorDualCriticsOffPolicyAlgorithm(
+    ActorCriticOffPolicyAlgorithm[TPolicy], Generic[TPolicy], ABC
+):
+    """Base of the actor-critic algorithms with two Q-critics (clipped double Q-learning).
+
+    :param policy: the policy whose actor is trained.
+    :param policy_optim: the factory of the actor's optimizer.
+    :param critic: the first critic, ``(obs, act) -> (B, 1)``.
+    :param critic_optim: the factory of the first critic's optimizer.
+    :param critic2: the second critic; None uses a copy of ``critic`` with freshly initialised
+        parameters.
+    :param critic2_optim: the factory of the second critic's optimizer; None reuses
+        ``critic_optim``.
+    :param tau: Polyak coefficient of the target networks.
+    :param gamma: discount factor in [0, 1].
+    :param n_step_return_horizon: number of rewards summed before bootstrapping.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: TPolicy,
+        policy_optim: OptimizerFactory,
+        critic: nn.Module,
+        critic_optim: OptimizerFactory,
+        critic2: nn.Module | None = None,
+        critic2_optim: OptimizerFactory | None = None,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        n_step_return_horizon: int = 1,
+    ) -> None:
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critic=critic,
+            critic_optim=critic_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step_return_horizon=n_step_return_horizon,
+        )
+        if critic2 is critic:
+            raise ValueError("critic2 must be a different module from critic (or None)")
+        self.critic2 = critic2 if critic2 is not None else fresh_copy(critic)
+        self.critic2_old = self._add_lagged_network(self.critic2)
+        self.critic2_optim = self._create_optimizer(self.critic2, critic2_optim or critic_optim)
+        self._critic_only_params = exclusive_parameters([self.critic, self.critic2], policy)
+        critic1_params = {id(p) for p in self.critic.parameters()}
+        self._critics_share_parameters = any(
+            id(p) in critic1_params for p in self.critic2.parameters()
+        )
+
+    def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
+        """The minimum of the two target critics at the next observations and actions."""
+        return torch.min(
+            self.critic_old(obs_batch.obs, act_batch.act),
+            self.critic2_old(obs_batch.obs, act_batch.act),
+        )
+
+    def _minimize_critics(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """One gradient step of both critics on their squared TD errors; returns both losses
+        and stores the mean TD error in ``batch.weight`` (new priorities).
+
+        Critics that share no parameters get their gradients from a single backward pass of
+        the summed losses, which is each critic's own gradient.
+        """
+        td1, critic1_loss = self._critic_td_loss(batch, self.critic)
+        td2, critic2_loss = self._critic_td_loss(batch, self.critic2)
+        batch.weight = ((td1 + td2) / 2.0).detach()
+        if self._critics_share_parameters:
+            self.critic_optim.step(critic1_loss)
+            self.critic2_optim.step(critic2_loss)
+            return critic1_loss, critic2_loss
+        total = critic1_loss + critic2_loss
+        if not torch.isfinite(total):
+            raise FloatingPointError(
+                f"the critics' losses are not finite (critic1_loss={critic1_loss.item()}, "
+                f"critic2_loss={critic2_loss.item()}); refusing to step so the parameters stay "
+                "intact. Check the rewards/observations for NaN or huge values, and the "
+                "learning rates."
+            )
+        optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        return critic1_loss, critic2_loss
+
+
+class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
+    """Twin Delayed DDPG: twin critics, smoothed target actions and delayed actor updates.
+
+    :param policy: the deterministic policy to train.
+    :param policy_optim: the factory of the actor's optimizer.
+    :param critic: the first critic.
+    :param critic_optim: the factory of the first critic's optimizer.
+    :param critic2: the second critic (None: a re-initialised copy of ``critic``).
+    :param critic2_optim: the factory of the second critic's optimizer (None: ``critic_optim``).
+    :param tau: Polyak coefficient of the target networks.
+    :param gamma: discount factor in [0, 1].
+    :param policy_noise: standard deviation of the Gaussian noise added to target actions.
+    :param update_actor_freq: update the actor (and the targets) every this many critic updates.
+    :param noise_clip: the target-action noise is clipped to ``[-noise_clip, noise_clip]``
+        (0: not clipped).
+    :param n_step_return_horizon: number of rewards summed before bootstrapping.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: ContinuousDeterministicPolicy,
+        policy_optim: OptimizerFactory,
+        critic: nn.Module,
+        critic_optim: OptimizerFactory,
+        critic2: nn.Module | None = None,
+        critic2_optim: OptimizerFactory | None = None,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        policy_noise: float = 0.2,
+        update_actor_freq: int = 2,
+        noise_clip: float = 0.5,
+        n_step_return_horizon: int = 1,
+    ) -> None:
+        if update_actor_freq < 1:
+            raise ValueError(f"update_actor_freq must be a positive int, got {update_actor_freq}")
+        if noise_clip < 0:
+            raise ValueError(f"noise_clip must be non-negative, got {noise_clip}")
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critic=critic,
+            critic_optim=critic_optim,
+            critic2=critic2,
+            critic2_optim=critic2_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step_return_horizon=n_step_return_horizon,
+        )
+        self.actor_old = self._add_lagged_network(policy.actor)
+        self.policy_noise = policy_noise
+        self.update_actor_freq = update_actor_freq
+        self.noise_clip = noise_clip
+        self._cnt = 0
+        self._last_actor_loss = 0.0
+
+    def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
+        """The target actor's actions with clipped Gaussian smoothing noise."""
+        act_batch = self.policy(obs_batch, model=self.actor_old)
+        act = act_batch.act
+        if self.policy_noise > 0:
+            noise = torch.randn_like(act) * self.policy_noise
+            if self.noise_clip > 0:
+                noise = noise.clamp(-self.noise_clip, self.noise_clip)
+            act_batch.act = act + noise
+        return act_batch
+
+    def _update_with_batch(self, batch: Batch) -> TD3TrainingStats:
+        critic1_loss, critic2_loss = self._minimize_critics(batch)
+        losses = {"critic1_loss": critic1_loss, "critic2_loss": critic2_loss}
+        if self._cnt % self.update_actor_freq == 0:
+            act = self.policy(batch).act
+            with frozen(self._critic_only_params):
+                actor_loss = -self.critic(batch.obs, act).mean()
+            self.policy_optim.step(actor_loss)
+            self._update_lagged_network_weights()
+            losses["actor_loss"] = actor_loss
+        self._cnt += 1
+        values = dict(zip(losses, finite_values(**losses), strict=True))
+        self._last_actor_loss = values.get("actor_loss", self._last_actor_loss)
+        return TD3TrainingStats(
+            actor_loss=self._last_actor_loss,
+            critic1_loss=values["critic1_loss"],
+            critic2_loss=values["critic2_loss"],
+        )
