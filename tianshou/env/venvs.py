@@ -100,7 +100,6 @@ class BaseVectorEnv:
         wait_num: int | None = None,
         timeout: float | None = None,
     ) -> None:
-        self._env_fns = env_fns
         self.env_num = len(env_fns)
         if self.env_num == 0:
             raise ValueError("env_fns is empty: a vector env needs at least one env factory")

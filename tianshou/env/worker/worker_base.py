@@ -51,11 +51,13 @@ class EnvWorker(ABC):
     any: :meth:`send` starts a step (or a reset, when the action is ``None``) and :meth:`recv`
     returns its result. :meth:`wait` tells which of several started workers have finished.
 
-    :param env_fn: a callable that builds the environment (called where the env will live).
+    :param env_fn: a callable that builds the environment (called where the env will live). The
+        worker does not keep it: the factory is often a lambda, and an in-process worker is
+        then still picklable with its env (checkpoints of a whole training state rely on this).
     """
 
     def __init__(self, env_fn: Callable[[], gym.Env]) -> None:
-        self._env_fn = env_fn
+        del env_fn  # used by subclasses only; see the class docstring
         self.is_closed = False
         self.result: Any = None
 
