@@ -1,0 +1,286 @@
+"""Training speed: wall seconds to reach a return, and SAC update throughput against bare PyTorch.
+
+Prints one JSON line per case:
+
+(a) ``ppo_cartpole``: PPO until the mean test return over 10 episodes reaches 475 on CartPole-v1;
+(b) ``sac_pendulum``: SAC until it reaches -250 on Pendulum-v1;
+    both over 3 seeds, with the median wall seconds and env steps;
+(c) ``ppo_hopper``: ``examples/mujoco/mujoco_ppo.py``'s PPO on Hopper-v5 for 100k env steps with
+    8 envs: wall seconds and the final test return (median of 3 seeds);
+(d) ``sac_update``: SAC gradient steps per second on Hopper-v5 shapes (batch 256, 256x256
+    networks, auto alpha) next to ``benchmark/sac_bare.py``'s bare PyTorch update, the limit.
+
+Everything runs on one torch thread so the cases do not fight over the machine's cores.
+
+    python -m benchmark.train [--cases a b c d] [--seeds 0 1 2]
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from benchmark.sac_bare import BareSAC
+from benchmark.timing import emit, seconds_per_call
+from tianshou.algorithm import PPO, SAC, RandomActionPolicy
+from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
+from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
+from tianshou.env import DummyVectorEnv
+from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+from tianshou.utils.net.common import Net
+from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
+from tianshou.utils.torch_utils import policy_within_training_step
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+sys.path.insert(0, os.path.join(EXAMPLES, "mujoco"))
+
+from mujoco_env import make_mujoco_env  # noqa: E402
+from mujoco_ppo import build_ppo  # noqa: E402
+from mujoco_ppo import get_args as ppo_args  # noqa: E402
+from mujoco_ppo import train as train_ppo_mujoco  # noqa: E402
+from mujoco_sac import build_sac  # noqa: E402
+from mujoco_sac import get_args as sac_args  # noqa: E402
+
+TEST_EPISODES = 10
+# The example's defaults are the 1M-step benchmark settings. For a 100k-step budget, rollouts of
+# 1024 steps (twice as many policy updates per env step), minibatches of 256 at lr 1e-3 and
+# normalised advantages learn faster; the networks, GAE, clipping and schedule stay the same.
+PPO_HOPPER_100K_ARGS = (
+    "--collection-step-num-env-steps", "1024", "--batch-size", "256", "--lr", "1e-3",
+    "--advantage-normalization",
+)  # fmt: skip
+
+
+def seeded_envs(task: str, num: int, seed: int) -> DummyVectorEnv:
+    envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(num)])
+    envs.seed(seed)
+    return envs
+
+
+def ppo_cartpole(seed: int) -> tuple[float, int, float]:
+    """PPO on CartPole-v1 until 475; returns (wall seconds, env steps, best test return)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    space = gym.make("CartPole-v1").action_space
+    training_envs, test_envs = (
+        seeded_envs("CartPole-v1", 8, seed),
+        seeded_envs("CartPole-v1", TEST_EPISODES, seed + 100),
+    )
+
+    def body() -> Net:
+        return Net(state_shape=4, hidden_sizes=[64, 64], activation=torch.nn.Tanh)
+
+    algorithm = PPO(
+        policy=DiscreteActorPolicy(
+            actor=DiscreteActor(preprocess_net=body(), action_shape=2),
+            action_space=space,
+            deterministic_eval=True,
+        ),
+        critic=DiscreteCritic(preprocess_net=body()),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        gamma=0.99,
+        gae_lambda=0.95,
+        max_grad_norm=0.5,
+    )
+    start = time.perf_counter()
+    result = algorithm.run_training(
+        OnPolicyTrainerParams(
+            training_collector=Collector(algorithm, training_envs, VectorReplayBuffer(2056, 8)),
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=50,
+            epoch_num_steps=2048,
+            collection_step_num_env_steps=2048,
+            update_step_num_repetitions=10,
+            batch_size=256,
+            test_step_num_episodes=TEST_EPISODES,
+            stop_fn=lambda mean_return: mean_return >= 475,
+            verbose=False,
+            show_progress=False,
+        )
+    )
+    return time.perf_counter() - start, result.train_step, result.best_reward
+
+
+def sac_pendulum(seed: int) -> tuple[float, int, float]:
+    """SAC on Pendulum-v1 until -250; returns (wall seconds, env steps, best test return).
+
+    3-step returns and a test every 500 steps: Pendulum's reward is dense, so the longer horizon
+    speeds up learning, and the frequent tests stop the run soon after the threshold is reached.
+    """
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    space = gym.make("Pendulum-v1").action_space
+    training_envs, test_envs = (
+        seeded_envs("Pendulum-v1", 4, seed),
+        seeded_envs("Pendulum-v1", TEST_EPISODES, seed + 100),
+    )
+
+    def critic() -> ContinuousCritic:
+        return ContinuousCritic(
+            preprocess_net=Net(state_shape=3, action_shape=1, hidden_sizes=[64, 64], concat=True)
+        )
+
+    actor = ContinuousActorProbabilistic(
+        preprocess_net=Net(state_shape=3, hidden_sizes=[64, 64]),
+        action_shape=1,
+        unbounded=True,
+        conditioned_sigma=True,
+    )
+    algorithm = SAC(
+        policy=SACPolicy(actor=actor, action_space=space),
+        policy_optim=AdamOptimizerFactory(lr=1e-3),
+        critic=critic(),
+        critic_optim=AdamOptimizerFactory(lr=1e-3),
+        critic2=critic(),
+        critic2_optim=AdamOptimizerFactory(lr=1e-3),
+        tau=0.005,
+        gamma=0.99,
+        alpha=AutoAlpha(-1.0, 0.0, AdamOptimizerFactory(lr=3e-4)),
+        n_step_return_horizon=3,
+    )
+    start = time.perf_counter()
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=Collector(
+                algorithm, training_envs, VectorReplayBuffer(20_000, 4), exploration_noise=True
+            ),
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=40,
+            epoch_num_steps=500,
+            collection_step_num_env_steps=8,
+            test_step_num_episodes=TEST_EPISODES,
+            batch_size=128,
+            update_step_num_gradient_steps_per_sample=1.0,
+            stop_fn=lambda mean_return: mean_return >= -250,
+            verbose=False,
+            show_progress=False,
+        )
+    )
+    return time.perf_counter() - start, result.train_step, result.best_reward
+
+
+def ppo_hopper(
+    seed: int, extra_args: Sequence[str] = PPO_HOPPER_100K_ARGS
+) -> tuple[float, int, float]:
+    """The MuJoCo example's PPO on Hopper-v5 for 100k env steps; (wall s, env steps, final return).
+
+    Five epochs of 20,480 steps (twenty collections of 1024), so the linear learning-rate decay
+    reaches zero at the end of the budget. The final return is a separate, untimed evaluation
+    of the trained policy over 10 episodes.
+    """
+    args = ppo_args(
+        [
+            "--seed", str(seed), "--epoch", "5", "--epoch-num-steps", "20480",
+            "--num-train-envs", "8", "--num-test-envs", str(TEST_EPISODES), "--no-progress",
+            *extra_args,
+        ]
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    env, train_envs, test_envs = make_mujoco_env(
+        args.task, seed, args.num_train_envs, args.num_test_envs, obs_norm=True
+    )
+    algorithm = build_ppo(args, env)
+    test_collector = Collector[CollectStats](algorithm, test_envs)
+    try:
+        with tempfile.TemporaryDirectory() as log_path:
+            start = time.perf_counter()
+            result = train_ppo_mujoco(algorithm, train_envs, test_collector, log_path, args)
+            wall = time.perf_counter() - start
+        test_collector.reset()
+        final = test_collector.collect(n_episode=TEST_EPISODES)
+    finally:
+        train_envs.close()
+        test_envs.close()
+    return wall, result.train_step, float(np.mean(final.returns))
+
+
+def sac_updates_per_second() -> dict[str, float]:
+    """Gradient steps per second of the library's SAC and of the bare loop, measured alternately."""
+    args = sac_args(["--num-test-envs", "1"])
+    env = gym.make(args.task)
+    algorithm = build_sac(args, env)
+    buffer = fill_random(env, 20_000)
+    bare = BareSAC(20_000)
+
+    def library_update() -> None:
+        with policy_within_training_step(algorithm.policy):
+            algorithm.update(buffer, args.batch_size)
+
+    library = bare_limit = float("inf")
+    for _ in range(3):  # alternate, so drifting machine load hits both alike
+        library = min(library, seconds_per_call(library_update, min_time=1.0, repeat=2))
+        bare_limit = min(bare_limit, seconds_per_call(bare.update, min_time=1.0, repeat=2))
+    return {"updates_per_s": 1 / library, "bare_updates_per_s": 1 / bare_limit}
+
+
+def fill_random(env: gym.Env, steps: int) -> ReplayBuffer:
+    """A buffer of ``steps`` uniformly random transitions of ``env``."""
+    venv = DummyVectorEnv([lambda: env])
+    venv.seed(0)
+    buffer = VectorReplayBuffer(steps, 1)
+    collector = Collector[CollectStats](RandomActionPolicy(env.action_space), venv, buffer)
+    collector.reset()
+    collector.collect(n_step=steps, random=True)
+    return buffer
+
+
+def over_seeds(
+    name: str,
+    run: Callable[[int], tuple[float, int, float]],
+    seeds: Sequence[int],
+    **extra: float | str,
+) -> None:
+    runs = [run(seed) for seed in seeds]
+    walls, steps, returns = (np.array(column, dtype=float) for column in zip(*runs, strict=True))
+    emit(
+        {
+            "bench": name,
+            "seeds": list(seeds),
+            "median_wall_s": float(np.median(walls)),
+            "median_env_steps": int(np.median(steps)),
+            "median_return": float(np.median(returns)),
+            "wall_s": walls.round(2).tolist(),
+            "env_steps": steps.astype(int).tolist(),
+            "returns": returns.round(1).tolist(),
+            **extra,
+        }
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", nargs="*", default=["a", "b", "c", "d"])
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if "a" in args.cases:
+        over_seeds("ppo_cartpole_to_475", ppo_cartpole, args.seeds, target_median_wall_s=6.5)
+    if "b" in args.cases:
+        over_seeds("sac_pendulum_to_-250", sac_pendulum, args.seeds, target_median_wall_s=7.0)
+    if "c" in args.cases:
+        over_seeds(
+            "ppo_hopper_100k",
+            ppo_hopper,
+            args.seeds,
+            target_median_wall_s=26.0,
+            target_median_return=500.0,
+            args=" ".join(PPO_HOPPER_100K_ARGS),
+        )
+    if "d" in args.cases:
+        speed = sac_updates_per_second()
+        ratio = speed["updates_per_s"] / speed["bare_updates_per_s"]
+        emit({"bench": "sac_update_hopper_shapes", **speed, "ratio": ratio, "target_ratio": 0.9})
+
+
+if __name__ == "__main__":
+    main()
