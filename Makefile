@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check tianshou test benchmark examples
-	$(BIN)/ruff format --check tianshou test benchmark examples
+	$(BIN)/ruff check tianshou test benchmark examples conftest.py
+	$(BIN)/ruff format --check tianshou test benchmark examples conftest.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy tianshou
@@ -34,12 +34,13 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 demo: $(STAMP)
-	$(BIN)/python examples/buffer_demo.py
+	$(BIN)/python examples/mujoco/demo.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmark.import_time
 	$(BIN)/python -m benchmark.data
 	$(BIN)/python -m benchmark.collect
+	$(BIN)/python -m benchmark.train
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

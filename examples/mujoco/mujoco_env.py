@@ -1,0 +1,65 @@
+"""Environment construction shared by the MuJoCo example scripts.
+
+The supported tasks are gymnasium 1.x's ``-v5`` MuJoCo tasks on mujoco 4 (``Hopper-v5``,
+``HalfCheetah-v5``, ``Walker2d-v5``, ``Ant-v5``, ``Humanoid-v5``, ...).
+"""
+
+from typing import Literal
+
+import gymnasium as gym
+
+from tianshou.env import (
+    BaseVectorEnv,
+    DummyVectorEnv,
+    SubprocVectorEnv,
+    VectorEnvNormObs,
+    make_envpool_env,
+)
+
+VectorBackend = Literal["auto", "dummy", "subproc", "envpool"]
+
+
+def make_vector_env(
+    task: str, num_envs: int, seed: int, backend: VectorBackend = "auto"
+) -> BaseVectorEnv:
+    """``num_envs`` seeded copies of ``task`` (env ``i`` gets ``seed + i``).
+
+    :param backend: ``"dummy"`` steps the envs in this process (best for one or two envs, whose
+        step is cheaper than a process round trip); ``"subproc"`` uses one process per env;
+        ``"envpool"`` uses EnvPool's thread pool (falls back to subprocesses when EnvPool does not
+        know the task); ``"auto"`` picks dummy for up to two envs and EnvPool otherwise.
+    """
+    if backend == "auto":
+        backend = "dummy" if num_envs <= 2 else "envpool"
+    if backend == "envpool":
+        return make_envpool_env(task, num_envs, seed=seed)  # type: ignore[no-any-return]
+    env_fns = [lambda: gym.make(task) for _ in range(num_envs)]
+    venv: BaseVectorEnv = (
+        DummyVectorEnv(env_fns) if backend == "dummy" else SubprocVectorEnv(env_fns)
+    )
+    venv.seed(seed)
+    return venv
+
+
+def make_mujoco_env(
+    task: str,
+    seed: int,
+    num_train_envs: int,
+    num_test_envs: int,
+    obs_norm: bool,
+    backend: VectorBackend = "auto",
+) -> tuple[gym.Env, BaseVectorEnv, BaseVectorEnv]:
+    """A single env (for its spaces), and the training and test vector envs.
+
+    With ``obs_norm`` the training envs normalise observations with running statistics and the
+    test envs use the training envs' statistics, frozen, so that evaluation sees the same input
+    scaling the policy was trained on.
+    """
+    env = gym.make(task)
+    train_envs = make_vector_env(task, num_train_envs, seed, backend)
+    test_envs = make_vector_env(task, num_test_envs, seed + 10_000, backend)
+    if obs_norm:
+        train_envs = VectorEnvNormObs(train_envs)
+        test_envs = VectorEnvNormObs(test_envs, update_obs_rms=False)
+        test_envs.set_obs_rms(train_envs.get_obs_rms())
+    return env, train_envs, test_envs
