@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tianshou-installed
-EXTRAS := dev,all
+EXTRAS := dev,all,wandb
 PYTEST_WORKERS ?= auto
 
 .PHONY: install test lint typecheck unit demo bench clean

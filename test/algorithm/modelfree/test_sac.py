@@ -391,6 +391,28 @@ class TestUpdate:
             make_sac(**kwargs)
 
 
+def test_checkpoint_of_another_algorithm_is_rejected_untouched() -> None:
+    """A DQN checkpoint loaded into SAC: a clear error, and SAC keeps its parameters."""
+    from tianshou.algorithm import DQN
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+
+    sac = make_sac()
+    dqn = DQN(
+        policy=DiscreteQLearningPolicy(
+            model=Net(state_shape=OBS_DIM, action_shape=2, hidden_sizes=[8]),
+            action_space=gym.spaces.Discrete(2),
+        ),
+        optim=AdamOptimizerFactory(),
+    )
+    before = copy.deepcopy(sac.state_dict())
+    with pytest.raises(RuntimeError, match="another algorithm"):
+        sac.load_state_dict(dqn.state_dict())
+    after = sac.state_dict()
+    for key, value in before.items():
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(after[key], value), key
+
+
 @pytest.fixture
 def one_thread():
     """Train on one core, as the time budgets of the learning tests assume."""

@@ -89,3 +89,31 @@ def test_checkpoint_artifacts(fake_wandb: types.SimpleNamespace, tmp_path: Any) 
     assert logger.restore_data() == (3, 300, 30)
     assert artifact.downloaded_to == str(tmp_path)
     assert logger.restored
+
+
+def test_real_wandb_offline_run(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the real package in offline mode: a run directory with the run's data file appears,
+    the data goes through TensorBoard, and a checkpoint is logged as an artifact."""
+    import wandb  # the project's `wandb` extra, which `make test` installs
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_CONSOLE", "off")
+    logger = WandbLogger(
+        project="tianshou-test", name="offline", log_dir=str(tmp_path), save_interval=1
+    )
+    try:
+        logger.load(SummaryWriter(str(tmp_path / "tb")))
+        logger.log_test_data({"returns_stat": {"mean": 3.5}}, step=7)
+        checkpoint = tmp_path / "ckpt.pt"
+        checkpoint.write_bytes(b"weights")
+        logger.save_data(1, 100, 10, lambda epoch, env_step, step: str(checkpoint))
+    finally:
+        logger.finalize()
+    assert wandb.run is None  # finished
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    assert list(runs[0].glob("*.wandb")), "the offline run wrote no data file"
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("test/returns_stat/mean")] == [(7, 3.5)]
