@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tianshou.algorithm.algorithm_base import Policy
+from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, TrainingStats
 from tianshou.data import Batch
 
 
@@ -173,8 +173,9 @@ class MLPPolicy(Policy):
         return Batch(act=logits.argmax(dim=-1), logits=logits)
 
 
-class FakeAlgorithm:
-    """Duck-typed stand-in for an Algorithm: anything with a ``policy`` attribute."""
+class NoOpAlgorithm(OffPolicyAlgorithm[Policy]):
+    """A real ``Algorithm`` that never changes its policy: collectors accept algorithms as well
+    as policies, and must act with the algorithm's policy."""
 
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
+    def _update_with_batch(self, batch: Batch) -> TrainingStats:
+        return TrainingStats()

@@ -12,8 +12,8 @@ from test.data.collector_fixtures import (
     CountingEnv,
     CountingRecurrentPolicy,
     EchoActionEnv,
-    FakeAlgorithm,
     MLPPolicy,
+    NoOpAlgorithm,
     RaggedEnv,
     ScaledPolicy,
 )
@@ -219,7 +219,7 @@ def test_exploration_noise_is_applied_before_storing() -> None:
 def test_policy_runs_in_eval_mode_without_gradients_and_mode_is_restored() -> None:
     policy = ConstantPolicy(DISCRETE)
     policy.train()
-    collector = Collector(FakeAlgorithm(policy), counting_venv([3]), ReplayBuffer(10))
+    collector = Collector(NoOpAlgorithm(policy=policy), counting_venv([3]), ReplayBuffer(10))
     assert collector.policy is policy
     collector.reset()
     collector.collect(n_step=3)
