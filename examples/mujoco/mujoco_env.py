@@ -20,7 +20,11 @@ VectorBackend = Literal["auto", "dummy", "subproc", "envpool"]
 
 
 def make_vector_env(
-    task: str, num_envs: int, seed: int, backend: VectorBackend = "auto"
+    task: str,
+    num_envs: int,
+    seed: int,
+    backend: VectorBackend = "auto",
+    render_mode: str | None = None,
 ) -> BaseVectorEnv:
     """``num_envs`` seeded copies of ``task`` (env ``i`` gets ``seed + i``).
 
@@ -28,12 +32,16 @@ def make_vector_env(
         step is cheaper than a process round trip); ``"subproc"`` uses one process per env;
         ``"envpool"`` uses EnvPool's thread pool (falls back to subprocesses when EnvPool does not
         know the task); ``"auto"`` picks dummy for up to two envs and EnvPool otherwise.
+    :param render_mode: gymnasium's render mode for the envs (``"human"`` opens a window). A
+        window must belong to this process, so rendering envs always run in-process.
     """
+    if render_mode is not None:
+        backend = "dummy"
     if backend == "auto":
         backend = "dummy" if num_envs <= 2 else "envpool"
     if backend == "envpool":
         return make_envpool_env(task, num_envs, seed=seed)  # type: ignore[no-any-return]
-    env_fns = [lambda: gym.make(task) for _ in range(num_envs)]
+    env_fns = [lambda: gym.make(task, render_mode=render_mode) for _ in range(num_envs)]
     venv: BaseVectorEnv = (
         DummyVectorEnv(env_fns) if backend == "dummy" else SubprocVectorEnv(env_fns)
     )
@@ -48,16 +56,18 @@ def make_mujoco_env(
     num_test_envs: int,
     obs_norm: bool,
     backend: VectorBackend = "auto",
+    test_render_mode: str | None = None,
 ) -> tuple[gym.Env, BaseVectorEnv, BaseVectorEnv]:
     """A single env (for its spaces), and the training and test vector envs.
 
     With ``obs_norm`` the training envs normalise observations with running statistics and the
     test envs use the training envs' statistics, frozen, so that evaluation sees the same input
-    scaling the policy was trained on.
+    scaling the policy was trained on. ``test_render_mode`` is the test envs' render mode
+    (``"human"`` to watch a policy).
     """
     env = gym.make(task)
     train_envs = make_vector_env(task, num_train_envs, seed, backend)
-    test_envs = make_vector_env(task, num_test_envs, seed + 10_000, backend)
+    test_envs = make_vector_env(task, num_test_envs, seed + 10_000, backend, test_render_mode)
     if obs_norm:
         train_envs = VectorEnvNormObs(train_envs)
         test_envs = VectorEnvNormObs(test_envs, update_obs_rms=False)

@@ -161,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
         args.num_test_envs,
         obs_norm=True,
         backend=args.backend,
+        test_render_mode="human" if args.watch and args.render > 0 else None,
     )
     algorithm = build_ppo(args, env)
     log_path = os.path.join(args.logdir, args.task, "ppo", str(args.seed))

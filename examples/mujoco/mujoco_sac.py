@@ -109,7 +109,12 @@ def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     env, train_envs, test_envs = make_mujoco_env(
-        args.task, args.seed, args.num_train_envs, args.num_test_envs, obs_norm=False
+        args.task,
+        args.seed,
+        args.num_train_envs,
+        args.num_test_envs,
+        obs_norm=False,
+        test_render_mode="human" if args.watch and args.render > 0 else None,
     )
     algorithm = build_sac(args, env)
     if args.resume_path:
