@@ -1,5 +1,5 @@
 """``Policy``, the part of an agent that acts, ``RandomActionPolicy``, and ``TrainingStats``,
-what an update reports.
+what an update reports (``TrainingStatsWrapper`` when a wrapper algorithm adds to it).
 
 All are re-exported by :mod:`tianshou.algorithm.algorithm_base`, their public home.
 """
@@ -43,6 +43,54 @@ class TrainingStats:
             elif isinstance(value, int | float):
                 losses[name] = float(value)
         return losses
+
+
+@dataclass(kw_only=True, init=False)
+class TrainingStatsWrapper(TrainingStats):
+    """The stats of a wrapper algorithm (e.g. ICM): the wrapped algorithm's stats plus its own.
+
+    Subclasses add the wrapper's losses as attributes; declared as fields of a
+    ``@dataclass(kw_only=True, init=False)`` subclass, they are logged too. Reading an attribute
+    the wrapper lacks falls back to the wrapped stats, so code written for the wrapped
+    algorithm's stats keeps working. ``train_time`` and ``smoothed_loss`` are those of the
+    wrapped stats, read and written through, since one update produced both records.
+    ``dataclasses.asdict`` (what the trainer logs) gives the wrapped stats as a nested dict under
+    ``wrapped_stats``.
+
+    :param wrapped_stats: the stats returned by the wrapped algorithm's update.
+    """
+
+    wrapped_stats: TrainingStats
+
+    def __init__(self, wrapped_stats: TrainingStats) -> None:
+        self.wrapped_stats = wrapped_stats
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for attributes the wrapper lacks. The guard stops infinite recursion
+        # while ``wrapped_stats`` is not set yet (copying and unpickling create bare objects).
+        if name == "wrapped_stats":
+            raise AttributeError(name)
+        return getattr(self.wrapped_stats, name)
+
+    @property  # type: ignore[misc]
+    def train_time(self) -> float:
+        return self.wrapped_stats.train_time
+
+    @train_time.setter
+    def train_time(self, value: float) -> None:
+        self.wrapped_stats.train_time = value
+
+    @property  # type: ignore[misc]
+    def smoothed_loss(self) -> dict[str, float]:
+        return self.wrapped_stats.smoothed_loss
+
+    @smoothed_loss.setter
+    def smoothed_loss(self, value: dict[str, float]) -> None:
+        self.wrapped_stats.smoothed_loss = value
+
+    def get_loss_stats_dict(self) -> dict[str, float]:
+        """The wrapped stats' losses and the wrapper's own; the wrapper's win on equal names."""
+        return {**self.wrapped_stats.get_loss_stats_dict(), **super().get_loss_stats_dict()}
 
 
 class Policy(nn.Module, ABC):

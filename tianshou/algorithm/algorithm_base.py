@@ -29,6 +29,7 @@ from tianshou.algorithm._policy import (
     Policy,
     RandomActionPolicy,
     TrainingStats,
+    TrainingStatsWrapper,
 )
 from tianshou.algorithm._returns import episode_mc_return_to_go
 from tianshou.algorithm.optim import OptimizerFactory, ParamSource, collect_parameters
@@ -549,5 +550,6 @@ __all__ = [
     "TPolicy",
     "TTrainerParams",
     "TrainingStats",
+    "TrainingStatsWrapper",
     "episode_mc_return_to_go",
 ]

@@ -1,11 +1,14 @@
-"""Context managers that put torch modules and policies into the mode a phase of training needs."""
+"""Context managers that put torch modules and policies into the mode a phase of training needs,
+and small torch helpers (a module's device, a uniform distribution over an action space)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import torch
+from gymnasium import spaces
 from torch import nn
+from torch.distributions import Categorical, Uniform
 
 if TYPE_CHECKING:
     from tianshou.algorithm.algorithm_base import Policy
@@ -47,3 +50,34 @@ def torch_device(module: nn.Module) -> torch.device:
     for parameter in module.parameters():
         return parameter.device
     return torch.device("cpu")
+
+
+def create_uniform_action_dist(
+    action_space: spaces.Box | spaces.Discrete, size: int = 1
+) -> Uniform | Categorical:
+    """A distribution drawing ``size`` uniformly random actions at once.
+
+    A reference for the behaviour of an untrained policy, e.g. for maximum-entropy baselines or
+    for sampling random actions as torch tensors.
+
+    :param action_space: a bounded ``Box`` (giving a ``Uniform`` over ``[low, high]`` with batch
+        shape ``(size, *action_space.shape)``) or a ``Discrete`` space (giving a ``Categorical``
+        with equal probabilities over its ``n`` actions, batch shape ``(size,)``).
+    :param size: the number of actions drawn by one ``sample()``.
+    """
+    if isinstance(action_space, spaces.Box):
+        if not action_space.is_bounded():
+            raise ValueError(
+                "create_uniform_action_dist needs a bounded Box action space, got "
+                f"low={action_space.low}, high={action_space.high}"
+            )
+        shape = (size, *action_space.shape)
+        low = torch.as_tensor(action_space.low, dtype=torch.float32).expand(shape)
+        high = torch.as_tensor(action_space.high, dtype=torch.float32).expand(shape)
+        return Uniform(low, high)
+    if isinstance(action_space, spaces.Discrete):
+        return Categorical(logits=torch.zeros(size, int(action_space.n)))
+    raise ValueError(
+        "create_uniform_action_dist supports Box and Discrete action spaces, got "
+        f"{type(action_space).__name__}"
+    )

@@ -1,4 +1,5 @@
-"""MLP, Net (dueling, distributional), Recurrent, ActorCritic and RandomActor."""
+"""MLP, Net (dueling, distributional), Recurrent, ActorCritic, RandomActor, BranchingNet,
+the data-parallel wrappers and the dict-observation decorator."""
 
 import copy
 from functools import partial
@@ -9,14 +10,19 @@ import pytest
 import torch
 from torch import nn
 
+from tianshou.data import Batch
 from tianshou.utils.net.common import (
     MLP,
+    ActionReprNetDataParallelWrapper,
     ActorCritic,
+    BranchingNet,
+    DataParallelNet,
     EnsembleLinear,
     ModuleWithVectorOutput,
     Net,
     RandomActor,
     Recurrent,
+    get_dict_state_decorator,
     miniblock,
 )
 from tianshou.utils.net.continuous import ContinuousCritic
@@ -246,3 +252,107 @@ def test_ensemble_critic_via_linear_layer() -> None:
     body = Net(state_shape=3, action_shape=2, hidden_sizes=[8], concat=True, linear_layer=ensemble)
     critic = ContinuousCritic(preprocess_net=body, linear_layer=ensemble, flatten_input=False)
     assert critic(torch.randn(5, 3), torch.randn(5, 2)).shape == (4, 5, 1)
+
+
+def make_branching_net() -> BranchingNet:
+    return BranchingNet(
+        state_shape=(2, 3),
+        num_branches=4,
+        action_per_branch=5,
+        common_hidden_sizes=[16],
+        value_hidden_sizes=[8],
+        action_hidden_sizes=[8, 8],
+    )
+
+
+def test_branching_net_shape_and_dueling_identity() -> None:
+    torch.manual_seed(0)
+    net = make_branching_net()
+    assert len(net.branches) == net.num_branches == 4 and net.action_per_branch == 5
+    obs = torch.randn(7, 2, 3)
+    q_BNA, state = net(obs, state="kept")
+    assert q_BNA.shape == (7, 4, 5) and state == "kept"
+    value_B = net.value(net.common(obs)).squeeze(-1)
+    torch.testing.assert_close(q_BNA.mean(dim=-1), value_B.unsqueeze(1).expand(7, 4))
+
+
+def test_branching_net_matches_naive_dueling_formula() -> None:
+    torch.manual_seed(1)
+    net = BranchingNet(state_shape=3, num_branches=2, action_per_branch=3)
+    obs = torch.randn(4, 3)
+    features = net.common(obs)
+    assert torch.equal(features, obs)
+    value = net.value(features)
+    for b, branch in enumerate(net.branches):
+        adv = branch(features)
+        expected = value + adv - adv.mean(dim=1, keepdim=True)
+        torch.testing.assert_close(net(obs)[0][:, b], expected)
+
+
+def test_branching_net_gradients_reach_every_stream() -> None:
+    net = make_branching_net()
+    q_BNA, _ = net(np.random.default_rng(0).normal(size=(3, 2, 3)))
+    q_BNA[:, :, 0].sum().backward()
+    for name, param in net.named_parameters():
+        assert param.grad is not None and bool(param.grad.abs().sum() > 0), name
+
+
+def test_branching_net_rejects_zero_branches() -> None:
+    with pytest.raises(ValueError, match="num_branches >= 1"):
+        BranchingNet(state_shape=3)
+
+
+def test_dict_state_decorator_matches_flat_input() -> None:
+    decorator, flat_dim = get_dict_state_decorator(
+        {"pos": 2, "img": (2, 3), "unused": 9}, keys=["img", "pos"]
+    )
+    assert flat_dim == 8
+    torch.manual_seed(0)
+    dict_net = decorator(Net)(state_shape=flat_dim, action_shape=3, hidden_sizes=[16])
+    flat_net = Net(state_shape=flat_dim, action_shape=3, hidden_sizes=[16])
+    flat_net.load_state_dict(dict_net.state_dict())
+    assert isinstance(dict_net, Net) and type(dict_net).__name__ == "DictObsNet"
+    rng = np.random.default_rng(0)
+    pos, img = rng.normal(size=(5, 2)), rng.normal(size=(5, 2, 3))
+    flat = np.concatenate([img.reshape(5, -1), pos], axis=1)
+    expected, _ = flat_net(flat)
+    as_dict = {"pos": pos, "img": img, "unused": np.zeros((5, 9))}
+    for obs in (as_dict, Batch(as_dict)):
+        torch.testing.assert_close(dict_net(obs)[0], expected)
+    torch.testing.assert_close(dict_net(flat)[0], expected)
+
+
+def test_dict_state_decorator_reports_bad_shapes_and_keys() -> None:
+    decorator, _ = get_dict_state_decorator({"pos": 2, "vel": 2}, keys=["pos", "vel"])
+    net = decorator(Net)(state_shape=4, action_shape=1)
+    with pytest.raises(ValueError, match="'vel' has shape \\(5, 3\\)"):
+        net({"pos": np.zeros((5, 2)), "vel": np.zeros((5, 3))})
+    with pytest.raises(ValueError, match="keys must name"):
+        get_dict_state_decorator({"pos": 2}, keys=["pos", "typo"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without CUDA")
+def test_data_parallel_wrappers_need_cuda() -> None:
+    net = Net(state_shape=4, action_shape=2)
+    with pytest.raises(RuntimeError, match=r"DataParallelNet .*no CUDA device"):
+        DataParallelNet(net)
+    with pytest.raises(RuntimeError, match=r"ActionReprNetDataParallelWrapper .*no CUDA device"):
+        ActionReprNetDataParallelWrapper(net)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_data_parallel_wrappers_match_plain_net_on_gpu() -> None:
+    net = Net(state_shape=4, action_shape=2, hidden_sizes=[8])
+    obs = np.random.default_rng(0).normal(size=(6, 4))
+    wrapped = ActionReprNetDataParallelWrapper(net)
+    expected, _ = net(obs)
+    logits, state = wrapped(obs)
+    assert state is None and logits.device.type == "cuda"
+    torch.testing.assert_close(logits, expected)
+    torch.testing.assert_close(DataParallelNet(net)(obs)[0], expected)
+
+
+def test_data_parallel_replicas_keep_inputs_on_their_device() -> None:
+    mlp = MLP(input_dim=3, output_dim=2)
+    replica = mlp._replicate_for_data_parallel()
+    assert mlp._input_device == torch.device("cpu") and replica._input_device is None

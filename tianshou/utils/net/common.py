@@ -5,6 +5,9 @@ with optional normalisation and activation. :class:`Net` wraps it with the
 ``(obs, state=None, info=None) -> (logits, state)`` interface policies call, and adds the
 dueling and distributional heads of value-based methods. :class:`Recurrent` is an LSTM with the
 same interface, whose state is a dict of batch-first ``hidden`` and ``cell`` tensors.
+:class:`BranchingNet` is the dueling net of BDQN, :class:`DataParallelNet` and
+:class:`ActionReprNetDataParallelWrapper` spread a net's batch over all GPUs, and
+:func:`get_dict_state_decorator` lets a net written for flat observations read dict observations.
 
 Inputs may be numpy arrays or tensors; each network converts them once with
 ``torch.as_tensor`` onto the device of its parameters, as float32. The device is cached and
@@ -14,7 +17,7 @@ refreshed whenever the module is moved (``.to``, ``.cuda``, ...), so the forward
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 import torch
@@ -127,6 +130,17 @@ class InputDeviceMixin(nn.Module):
         result = super()._apply(fn, recurse)
         self._refresh_input_device()
         return result
+
+    def _replicate_for_data_parallel(self) -> Any:
+        """A replica for ``nn.DataParallel`` that leaves input tensors on the device they come on.
+
+        DataParallel copies each module to every GPU without calling ``_apply``, so a copied
+        cache would still name the first GPU; the replicas instead rely on DataParallel having
+        scattered the inputs onto their own device already.
+        """
+        replica = super()._replicate_for_data_parallel()
+        replica._input_device = None
+        return replica
 
 
 def _per_layer(value: Any, args: Any, num_layers: int, name: str) -> list[tuple[Any, Any]]:
@@ -509,6 +523,217 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.actor = actor
         self.critic = critic
+
+
+def _data_parallel(net: nn.Module, wrapper_name: str) -> nn.DataParallel:
+    """Move ``net`` to the first GPU and wrap it in ``nn.DataParallel``, or explain why not."""
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"{wrapper_name} splits batches across CUDA GPUs, but torch sees no CUDA device; "
+            "on this machine use the wrapped network directly instead"
+        )
+    return nn.DataParallel(net.to(torch.device("cuda", 0)))
+
+
+def _as_cuda_float(obs: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """``obs`` as a float32 tensor on the first GPU, where ``nn.DataParallel`` scatters from."""
+    return torch.as_tensor(obs, dtype=torch.float32, device=torch.device("cuda", 0))
+
+
+class DataParallelNet(nn.Module):
+    """Runs a network on all visible GPUs at once, each on a slice of the batch.
+
+    ``forward(obs, *args, **kwargs)`` turns ``obs`` into a float tensor on the first GPU and calls
+    the wrapped network through ``nn.DataParallel``, which splits the batch dim over the GPUs and
+    concatenates the outputs. Needs CUDA: without it construction raises a RuntimeError.
+
+    :param net: the network to parallelise; it is moved to the first GPU (``cuda:0``).
+    """
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = _data_parallel(net, type(self).__name__)
+
+    def forward(self, obs: np.ndarray | torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        return self.net(_as_cuda_float(obs), *args, **kwargs)
+
+
+class ActionReprNetDataParallelWrapper(ActionReprNet[Any]):
+    """:class:`DataParallelNet` for an :class:`ActionReprNet`, keeping its forward signature.
+
+    The recurrent ``state`` (tensors or dicts of tensors) is split over the GPUs along its batch
+    dim like the observations. Needs CUDA: without it construction raises a RuntimeError.
+
+    :param net: the network to parallelise; it is moved to the first GPU (``cuda:0``).
+    """
+
+    def __init__(self, net: ActionReprNet) -> None:
+        super().__init__()
+        self.net = _data_parallel(net, type(self).__name__)
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        state: Any = None,
+        info: dict[str, Any] | None = None,
+    ) -> tuple[Any, Any]:
+        return self.net(_as_cuda_float(obs), state=state, info=info)
+
+
+class BranchingNet(ActionReprNet[Any]):
+    """The branching dueling Q-network of BDQN (Tavakoli et al. 2018, "Action Branching
+    Architectures for Deep Reinforcement Learning").
+
+    An action has ``num_branches`` sub-actions (e.g. the dimensions of a discretised continuous
+    action), each chosen from ``action_per_branch`` values. A shared body feeds one state-value
+    stream and one advantage stream per branch, so the network grows linearly, not
+    exponentially, with the number of sub-actions. Per branch ``Q = V + A - mean(A)``: the mean
+    over a branch's values of Q is V, which makes V and A identifiable.
+
+    >>> net = BranchingNet(state_shape=4, num_branches=3, action_per_branch=5,
+    ...                    common_hidden_sizes=[32], value_hidden_sizes=[16],
+    ...                    action_hidden_sizes=[16])
+    >>> q, state = net(np.zeros((2, 4)))
+    >>> q.shape, state
+    (torch.Size([2, 3, 5]), None)
+
+    :param state_shape: shape of one observation; its product is the input width.
+    :param num_branches: number of sub-actions (action dimensions); at least 1.
+    :param action_per_branch: number of values each sub-action can take; at least 1.
+    :param common_hidden_sizes: hidden widths of the shared body; empty feeds the flattened
+        observation to the streams directly.
+    :param value_hidden_sizes: hidden widths of the state-value stream (output width 1).
+    :param action_hidden_sizes: hidden widths of each branch's advantage stream (output width
+        ``action_per_branch``).
+    :param norm_layer: see :class:`MLP`; used in every stream.
+    :param norm_args: see :class:`MLP`.
+    :param activation: see :class:`MLP`; used in every stream.
+    :param act_args: see :class:`MLP`.
+    """
+
+    def __init__(
+        self,
+        *,
+        state_shape: int | Sequence[int],
+        num_branches: int = 0,
+        action_per_branch: int = 2,
+        common_hidden_sizes: Sequence[int] = (),
+        value_hidden_sizes: Sequence[int] = (),
+        action_hidden_sizes: Sequence[int] = (),
+        norm_layer: ModuleType | None = None,
+        norm_args: ArgsType | None = None,
+        activation: ModuleType | None = nn.ReLU,
+        act_args: ArgsType | None = None,
+    ) -> None:
+        if num_branches < 1 or action_per_branch < 1:
+            raise ValueError(
+                "BranchingNet needs num_branches >= 1 and action_per_branch >= 1; got "
+                f"num_branches={num_branches}, action_per_branch={action_per_branch}"
+            )
+        super().__init__()
+        layer_kwargs: dict[str, Any] = {
+            "norm_layer": norm_layer,
+            "norm_args": norm_args,
+            "activation": activation,
+            "act_args": act_args,
+        }
+        self.num_branches = num_branches
+        self.action_per_branch = action_per_branch
+        self.common = MLP(
+            input_dim=int(np.prod(_shape_tuple(state_shape))),
+            hidden_sizes=common_hidden_sizes,
+            **layer_kwargs,
+        )
+        feature_dim = self.common.output_dim
+        self.value = MLP(
+            input_dim=feature_dim, output_dim=1, hidden_sizes=value_hidden_sizes, **layer_kwargs
+        )
+        self.branches = nn.ModuleList(
+            MLP(
+                input_dim=feature_dim,
+                output_dim=action_per_branch,
+                hidden_sizes=action_hidden_sizes,
+                **layer_kwargs,
+            )
+            for _ in range(num_branches)
+        )
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        state: Any = None,
+        info: dict[str, Any] | None = None,
+    ) -> tuple[torch.Tensor, Any]:
+        """Map observations to Q-values of shape ``(batch, num_branches, action_per_branch)``."""
+        features = self.common(obs)
+        value_B11 = self.value(features).unsqueeze(1)
+        adv_BNA = torch.stack([branch(features) for branch in self.branches], dim=1)
+        q_BNA = value_B11 + adv_BNA - adv_BNA.mean(dim=-1, keepdim=True)
+        return q_BNA, state
+
+
+TModule = TypeVar("TModule", bound=nn.Module)
+
+
+class DictObsDecorator(Protocol):
+    """Turns a module class taking flat observations into one taking dict observations."""
+
+    def __call__(self, module_class: type[TModule]) -> type[TModule]: ...
+
+
+def get_dict_state_decorator(
+    state_shape: dict[str, int | Sequence[int]], keys: Sequence[str]
+) -> tuple[DictObsDecorator, int]:
+    """Make networks written for flat observations accept dict observations.
+
+    Environments with dict observation spaces yield a ``Batch`` (or dict) of arrays per step.
+    The returned decorator subclasses a module class so that its ``forward`` first flattens the
+    entries ``keys`` of such an observation to ``(batch, -1)`` and concatenates them in that
+    order; plain arrays and tensors pass through unchanged. Build the network with the returned
+    flat width:
+
+    >>> decorator, flat_dim = get_dict_state_decorator({"pos": 2, "img": (2, 3)}, ["pos", "img"])
+    >>> net = decorator(Net)(state_shape=flat_dim, action_shape=4)
+    >>> obs = {"pos": np.zeros((5, 2)), "img": np.zeros((5, 2, 3))}
+    >>> flat_dim, net(obs)[0].shape
+    (8, torch.Size([5, 4]))
+
+    :param state_shape: the shape of each entry of one (unbatched) observation.
+    :param keys: the entries the network reads, in the order they are concatenated.
+    :return: the decorator and the flat input width (the summed sizes of the ``keys`` entries).
+    """
+    missing = [key for key in keys if key not in state_shape]
+    if not keys or missing:
+        raise ValueError(
+            f"keys must name at least one entry of state_shape {sorted(state_shape)}; "
+            f"got keys={list(keys)}"
+        )
+    shapes = {key: _shape_tuple(state_shape[key]) for key in keys}
+    flat_dim = sum(int(np.prod(shape)) for shape in shapes.values())
+
+    def flatten_obs(obs: Any) -> Any:
+        if isinstance(obs, np.ndarray | torch.Tensor):
+            return obs
+        parts = []
+        for key, shape in shapes.items():
+            part = torch.as_tensor(obs[key], dtype=torch.float32)
+            if tuple(part.shape[1:]) != shape:
+                raise ValueError(
+                    f"observation entry {key!r} has shape {tuple(part.shape)}, expected "
+                    f"(batch, *{shape})"
+                )
+            parts.append(part.flatten(1))
+        return torch.cat(parts, dim=1)
+
+    def decorator(module_class: type[TModule]) -> type[TModule]:
+        class DictObsModule(module_class):  # type: ignore[valid-type,misc]
+            def forward(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
+                return super().forward(flatten_obs(obs), *args, **kwargs)
+
+        DictObsModule.__name__ = DictObsModule.__qualname__ = f"DictObs{module_class.__name__}"
+        return DictObsModule
+
+    return decorator, flat_dim
 
 
 class RandomActor(AbstractContinuousActorProbabilistic[Any], AbstractDiscreteActor[Any]):
