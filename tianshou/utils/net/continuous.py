@@ -148,6 +148,31 @@ class ContinuousCritic(InputDeviceMixin, AbstractContinuousCritic):
         return self.last(x)
 
 
+def _gaussian_parameters(
+    features: torch.Tensor,
+    mu_head: nn.Module,
+    sigma_source: nn.Module | nn.Parameter,
+    max_action: float,
+    unbounded: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean and standard deviation of a diagonal Gaussian actor, from its body's features.
+
+    :param mu_head: maps features to the mean; tanh-squashed to ``max_action`` unless
+        ``unbounded``.
+    :param sigma_source: a head mapping features to the log std (clamped to
+        ``[SIGMA_MIN, SIGMA_MAX]``), or a parameter of state-independent log stds
+        (shape ``(action_dim, 1)``).
+    """
+    mu = mu_head(features)
+    if not unbounded:
+        mu = max_action * torch.tanh(mu)
+    if isinstance(sigma_source, nn.Parameter):
+        sigma = sigma_source.view(1, -1).expand_as(mu).exp()
+    else:
+        sigma = torch.clamp(sigma_source(features), min=SIGMA_MIN, max=SIGMA_MAX).exp()
+    return mu, sigma
+
+
 class ContinuousActorProbabilistic(AbstractContinuousActorProbabilistic[Any]):
     """A Gaussian actor (PPO, SAC): outputs the mean and standard deviation of each action dim.
 
@@ -203,13 +228,13 @@ class ContinuousActorProbabilistic(AbstractContinuousActorProbabilistic[Any]):
     ) -> tuple[tuple[torch.Tensor, torch.Tensor], Any]:
         """Map observations to ``((mu, sigma), state)``, both of shape ``(batch, action_dim)``."""
         features, hidden = self.preprocess(obs, state)
-        mu = self.mu(features)
-        if not self._unbounded:
-            mu = self.max_action * torch.tanh(mu)
-        if self._c_sigma:
-            sigma = torch.clamp(self.sigma(features), min=SIGMA_MIN, max=SIGMA_MAX).exp()
-        else:
-            sigma = self.sigma_param.view(1, -1).expand_as(mu).exp()
+        mu, sigma = _gaussian_parameters(
+            features,
+            self.mu,
+            self.sigma if self._c_sigma else self.sigma_param,
+            self.max_action,
+            self._unbounded,
+        )
         return (mu, sigma), hidden
 
 
@@ -331,13 +356,13 @@ class RecurrentActorProb(
         """
         obs = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
         features, next_state = _run_lstm(self.nn, obs, state, type(self).__name__)
-        mu = self.mu(features)
-        if not self._unbounded:
-            mu = self.max_action * torch.tanh(mu)
-        if self._c_sigma:
-            sigma = torch.clamp(self.sigma(features), min=SIGMA_MIN, max=SIGMA_MAX).exp()
-        else:
-            sigma = self.sigma_param.view(1, -1).expand_as(mu).exp()
+        mu, sigma = _gaussian_parameters(
+            features,
+            self.mu,
+            self.sigma if self._c_sigma else self.sigma_param,
+            self.max_action,
+            self._unbounded,
+        )
         return (mu, sigma), next_state
 
 
