@@ -15,13 +15,14 @@ from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from torch import nn
 
 from tianshou.data import Batch, SequenceSummaryStats, to_numpy
+from tianshou.utils.print import DataclassPPrintMixin
 
 ActionBoundMethod = Literal["clip", "tanh"]
 ACTION_BOUND_METHODS: tuple[str, ...] = ("clip", "tanh")
 
 
 @dataclass(kw_only=True)
-class TrainingStats:
+class TrainingStats(DataclassPPrintMixin):
     """What one update produced; algorithms subclass it to add their losses as float fields.
 
     :param train_time: wall-clock seconds the update took.

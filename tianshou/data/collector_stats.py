@@ -16,6 +16,7 @@ from torch.distributions import Categorical, Distribution
 
 from tianshou.data.batch import Batch
 from tianshou.data.stats import SequenceSummaryStats, compute_dim_to_summary_stats
+from tianshou.utils.print import DataclassPPrintMixin
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def get_stddev_from_dist(dist: Distribution) -> torch.Tensor:
 
 
 @dataclass(kw_only=True)
-class CollectStatsBase:
+class CollectStatsBase(DataclassPPrintMixin):
     """The counts every collection reports (offline "collection" has nothing else to report)."""
 
     n_collected_episodes: int = 0

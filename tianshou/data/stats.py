@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tianshou.utils.print import DataclassPPrintMixin
+
 if TYPE_CHECKING:
     from tianshou.algorithm.algorithm_base import TrainingStats
     from tianshou.data.collector import CollectStats, CollectStatsBase
 
 
 @dataclass(kw_only=True)
-class SequenceSummaryStats:
+class SequenceSummaryStats(DataclassPPrintMixin):
     """Mean, standard deviation, maximum and minimum of a sequence of numbers (e.g. returns)."""
 
     mean: float
@@ -63,7 +65,7 @@ def compute_dim_to_summary_stats(
 
 
 @dataclass(kw_only=True)
-class TimingStats:
+class TimingStats(DataclassPPrintMixin):
     """Wall-clock seconds spent in each phase of training, and the resulting update speed."""
 
     total_time: float = 0.0
@@ -81,7 +83,7 @@ class TimingStats:
 
 
 @dataclass(kw_only=True)
-class InfoStats:
+class InfoStats(DataclassPPrintMixin):
     """The trainer's counters and best result so far; what ``run_training`` returns."""
 
     update_step: int
@@ -105,7 +107,7 @@ class InfoStats:
 
 
 @dataclass(kw_only=True)
-class EpochStats:
+class EpochStats(DataclassPPrintMixin):
     """What one epoch of training produced: last collection and update results, and counters."""
 
     epoch: int
