@@ -5,7 +5,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -13,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from test.env.conftest import MakeVenv
 from test.env.toy_envs import (
     CountEnv,
     DictObsEnv,
@@ -34,23 +34,6 @@ from tianshou.env import (
 
 VENV_CLASSES = [DummyVectorEnv, SubprocVectorEnv, ShmemVectorEnv]
 PROCESS_CLASSES = [SubprocVectorEnv, ShmemVectorEnv]
-
-MakeVenv = Callable[..., BaseVectorEnv]
-
-
-@pytest.fixture
-def make_venv() -> Iterator[MakeVenv]:
-    """Build vector envs that are closed after the test, whatever happens in it."""
-    created: list[BaseVectorEnv] = []
-
-    def make(cls: type[BaseVectorEnv], env_fns: list, **kwargs: Any) -> BaseVectorEnv:
-        venv = cls(env_fns, **kwargs)
-        created.append(venv)
-        return venv
-
-    yield make
-    for venv in created:
-        venv.close()
 
 
 def child_pids() -> set[int]:
@@ -289,11 +272,14 @@ def test_env_exception_names_env_and_carries_traceback(make_venv: MakeVenv, cls:
     assert "environment 1" in message
     assert "ValueError: toy env exploded on step 2" in message
     assert "explode_with_a_recognisable_frame" in message  # the worker's traceback
-    # the other envs' replies were drained: the vector env keeps working
-    obs, *_ = venv.step([1, 1, 1])
-    np.testing.assert_array_equal(obs[:, 0], [3, 2, 3])  # env 1 did not move when it raised
+    # the results of envs 0 and 2 were lost with the call: stepping them again would make the
+    # caller pair their old observations with new ones, so they must be reset first
+    with pytest.raises(EnvStateError, match=r"environments \[0, 1, 2\] must be reset"):
+        venv.step([1, 1, 1])
     obs, _ = venv.reset()
     np.testing.assert_array_equal(obs[:, 0], [0, 0, 0])
+    obs, *_ = venv.step([1, 1, 1])  # the replies still in flight were discarded, not returned
+    np.testing.assert_array_equal(obs[:, 0], [1, 1, 1])
 
 
 def test_dummy_env_exception_keeps_its_type_and_names_env(make_venv: MakeVenv) -> None:

@@ -17,14 +17,16 @@ class CountEnv(gym.Env):
     """Walk an index from 0 to ``size``: action 1 steps forward, 0 steps back.
 
     Observation ``[index, noise]``; reward 1.0 on reaching ``size`` (terminated); truncated after
-    ``3 * size`` steps. ``sleep`` seconds are spent in every step, to make slow envs.
+    ``3 * size`` steps. ``sleep`` seconds are spent in every step and ``reset_sleep`` seconds in
+    every reset, to make slow (or, with long sleeps, hung) envs.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, size: int = 5, sleep: float = 0.0) -> None:
+    def __init__(self, size: int = 5, sleep: float = 0.0, reset_sleep: float = 0.0) -> None:
         self.size = size
         self.sleep = sleep
+        self.reset_sleep = reset_sleep
         self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
         self.action_space = spaces.Discrete(2)
         self.index = 0
@@ -37,6 +39,8 @@ class CountEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
+        if self.reset_sleep:
+            time.sleep(self.reset_sleep)
         self.index = 0
         self.steps = 0
         return self._obs(), {"size": self.size}
@@ -129,3 +133,21 @@ class UnpicklableInfoEnv(CountEnv):
         obs, rew, terminated, truncated, info = super().step(action)
         info["callback"] = lambda: None
         return obs, rew, terminated, truncated, info
+
+
+class NoSpacesEnv(gym.Env):
+    """Steps like :class:`CountEnv` but declares neither an action nor an observation space."""
+
+    def __init__(self) -> None:
+        self.index = 0
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.index = 0
+        return np.array([self.index, self.np_random.random()]), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self.index += int(action)
+        return np.array([self.index, self.np_random.random()]), 0.0, False, False, {}

@@ -77,6 +77,7 @@ class TruncatedAsTerminated(gym.Wrapper):
     bootstrap past it. ``truncated`` itself is passed through unchanged.
     """
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+    def step(self, act: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Step the wrapped env with ``act``; ``terminated`` also holds when truncated."""
+        obs, reward, terminated, truncated, info = self.env.step(act)
         return obs, reward, terminated or truncated, truncated, info

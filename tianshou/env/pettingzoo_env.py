@@ -26,14 +26,14 @@ class PettingZooEnv(AECEnv, ABC):
     :param env: a PettingZoo AEC environment.
     """
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: AECEnv) -> None:
         super().__init__()
         self.env = env
         self.agents = list(env.possible_agents)
         self.agent_idx = {agent: i for i, agent in enumerate(self.agents)}
         self.rewards = [0] * len(self.agents)
-        self.observation_space: Any = env.observation_space(self.agents[0])
-        self.action_space: Any = env.action_space(self.agents[0])
+        self.observation_space: spaces.Space = env.observation_space(self.agents[0])
+        self.action_space: spaces.Space = env.action_space(self.agents[0])
         if any(env.observation_space(agent) != self.observation_space for agent in self.agents):
             raise ValueError(
                 "all agents must share one observation space; pad them first, e.g. with "
@@ -63,7 +63,7 @@ class PettingZooEnv(AECEnv, ABC):
     def close(self) -> None:
         self.env.close()
 
-    def seed(self, seed: Any = None) -> None:
+    def seed(self, seed: int | None = None) -> None:
         """Seed the game (legacy ``env.seed`` if it has one, else through ``reset``)."""
         try:
             self.env.seed(seed)

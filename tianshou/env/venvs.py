@@ -8,14 +8,23 @@ rewards and flags as arrays, infos as an object array of dicts that each carry `
 With ``wait_num < env_num`` or a ``timeout`` the vector env is asynchronous: ``step`` returns as
 soon as ``wait_num`` of the stepping envs finished (or the timeout passed), and the caller steps
 ready envs again while slow ones keep running. ``ready_id`` and ``waiting_id`` say which is which.
+
+Faults never leave a stale result behind. When a ``step`` or ``reset`` fails (an env raised, a
+worker died or missed its ``step_timeout``, or ``KeyboardInterrupt`` arrived mid-call), the envs
+of that call whose results did not reach the caller are marked as needing a reset: stepping them
+raises :class:`EnvStateError` until ``reset`` is called for them, and replies that were still in
+flight are discarded by their workers instead of being returned for a later call.
 """
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NoReturn
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 
 from tianshou.env.utils import ENV_TYPE, gym_new_venv_step_type
 from tianshou.env.worker import (
@@ -33,7 +42,10 @@ IdType = int | list[int] | np.ndarray | None
 
 
 class EnvStateError(RuntimeError, AssertionError):
-    """A vector env was used in a state that forbids it: closed, or an env still stepping.
+    """A vector env was used in a state that forbids it.
+
+    It is closed, an env is still stepping (asynchronous mode), or an env must be reset because
+    an earlier call on it failed or was interrupted before its result arrived.
 
     Also an ``AssertionError``, since earlier releases signalled these cases with assertions
     and user code may catch that.
@@ -46,6 +58,28 @@ def _object_array(items: Sequence[Any]) -> np.ndarray:
     for i, item in enumerate(items):
         out[i] = item
     return out
+
+
+def _stack_step_results(
+    results: Sequence[Any], ids: Sequence[int] | np.ndarray
+) -> gym_new_venv_step_type:
+    """Stack the step results of envs ``ids`` along a new first axis; tag infos with ``env_id``."""
+    try:
+        obs, rew, terminated, truncated, info = zip(*results, strict=True)
+    except ValueError as exc:
+        raise TypeError(
+            "env.step() must return (obs, reward, terminated, truncated, info) as in "
+            "gymnasium >= 0.26"
+        ) from exc
+    for env_info, j in zip(info, ids, strict=True):
+        env_info["env_id"] = j
+    return (
+        _stack_obs(obs),
+        np.array(rew),
+        np.array(terminated),
+        np.array(truncated),
+        np.array(info),
+    )
 
 
 def _stack_obs(obs_list: Sequence[Any]) -> np.ndarray:
@@ -61,14 +95,6 @@ def _stack_obs(obs_list: Sequence[Any]) -> np.ndarray:
         return _object_array(obs_list)
 
 
-def _reraise_for_env(exc: Exception, env_id: Any) -> NoReturn:
-    """Re-raise a worker's exception so that it names the env it came from."""
-    if isinstance(exc, EnvWorkerError):
-        raise exc.for_env(int(env_id)) from exc.__cause__
-    exc.add_note(f"raised by environment {env_id} of the vector env")
-    raise exc
-
-
 class BaseVectorEnv:
     """Runs ``len(env_fns)`` environments and batches their results.
 
@@ -77,7 +103,10 @@ class BaseVectorEnv:
     :param wait_num: in asynchronous mode, ``step`` returns once this many stepping envs are
         done. Defaults to all envs, i.e. synchronous stepping.
     :param timeout: in asynchronous mode, the longest ``step`` waits (seconds) before returning
-        whatever envs are ready (at least one). None waits for ``wait_num`` envs.
+        whatever envs are ready (at least one). None waits for ``wait_num`` envs. An env that
+        has been stepping for longer than ``timeout`` is not waited for again: later calls
+        return its result once it is ready, and meanwhile wait only for the others. (To end
+        envs that hang, use the ``step_timeout`` of the subprocess and Ray vector envs.)
 
     Example::
 
@@ -116,9 +145,8 @@ class BaseVectorEnv:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout}")
         self.timeout = timeout
         self.is_async = self.wait_num != self.env_num or timeout is not None
-        self.waiting_conn: list[EnvWorker] = []
-        self.waiting_id: list[int] = []
-        self.ready_id = list(range(self.env_num))
+        self._pending: dict[int, float] = {}  # env stepping asynchronously -> when it started
+        self._lost: dict[int, str] = {}  # env that must be reset -> exception that lost its result
         self._all_ids = list(range(self.env_num))
         self.is_closed = False
         self.workers: list[EnvWorker] = []
@@ -131,6 +159,22 @@ class BaseVectorEnv:
         self.worker_class = type(self.workers[0])
         if not issubclass(self.worker_class, EnvWorker):
             raise TypeError(f"worker_fn must build EnvWorker instances, got {self.worker_class}")
+        self._in_process = issubclass(self.worker_class, DummyEnvWorker)
+
+    @property
+    def waiting_id(self) -> list[int]:
+        """Envs stepping asynchronously, whose results a later ``step`` will return."""
+        return list(self._pending)
+
+    @property
+    def waiting_conn(self) -> list[EnvWorker]:
+        """The workers of :attr:`waiting_id`."""
+        return [self.workers[j] for j in self._pending]
+
+    @property
+    def ready_id(self) -> list[int]:
+        """Envs that are not stepping, which ``step`` and ``reset`` accept."""
+        return [j for j in self._all_ids if j not in self._pending]
 
     def __len__(self) -> int:
         return self.env_num
@@ -146,7 +190,7 @@ class BaseVectorEnv:
         return self.get_env_attr("observation_space")
 
     @property
-    def spec(self) -> list[Any]:
+    def spec(self) -> list[EnvSpec | None]:
         """The registration spec of each env (None for unregistered envs)."""
         return self.get_env_attr("spec")
 
@@ -156,7 +200,7 @@ class BaseVectorEnv:
         return self.get_env_attr("metadata")
 
     @property
-    def reward_range(self) -> list[Any]:
+    def reward_range(self) -> list[tuple[float, float]]:
         """The reward range of each env (only envs that still define one; gymnasium 1.x doesn't)."""
         return self.get_env_attr("reward_range")
 
@@ -191,7 +235,14 @@ class BaseVectorEnv:
             raise ValueError("env_id is empty: select at least one environment to reset")
         if self.is_async:
             self._assert_id(ids)
-        results = self._send_and_receive(ids, None, kwargs)
+        try:
+            results = self._send_and_receive(ids, None, kwargs)
+        except BaseException as exc:
+            self._mark_lost(ids, exc)
+            raise
+        if self._lost:
+            for j in ids:
+                self._lost.pop(int(j), None)
         for j, result in zip(ids, results, strict=True):
             if not (isinstance(result, tuple | list) and len(result) == 2):
                 raise TypeError(
@@ -208,31 +259,24 @@ class BaseVectorEnv:
         and the returned arrays cover just the envs that finished (see ``info["env_id"]``).
 
         :return: ``(obs, rew, terminated, truncated, info)``, each stacked over envs.
+        :raises EnvStateError: if one of the envs must be reset first, because an earlier call
+            on it failed or was interrupted before its result arrived.
         """
         if self.is_closed:
             self._assert_is_not_closed()
         ids = self._all_ids if id is None else self._wrap_id(id)
+        if self._lost and action is not None:
+            self._assert_not_lost(ids)
         if self.is_async:
-            results = self._step_async(action, ids)
-        else:
-            if action is None or len(action) != len(ids) or len(ids) == 0:
-                count = "no" if action is None else len(action)
-                raise ValueError(f"got {count} actions for the {len(ids)} environments {ids}")
-            results = self._send_and_receive(ids, action, None)
+            return self._step_async(action, ids)
+        if action is None or len(action) != len(ids) or len(ids) == 0:
+            count = "no" if action is None else len(action)
+            raise ValueError(f"got {count} actions for the {len(ids)} environments {ids}")
         try:
-            obs, rew, terminated, truncated, info = zip(*results, strict=True)
-        except ValueError as exc:
-            raise TypeError(
-                "env.step() must return (obs, reward, terminated, truncated, info) as in "
-                "gymnasium >= 0.26"
-            ) from exc
-        return (
-            _stack_obs(obs),
-            np.array(rew),
-            np.array(terminated),
-            np.array(truncated),
-            np.array(info),
-        )
+            return _stack_step_results(self._send_and_receive(ids, action, None), ids)
+        except BaseException as exc:
+            self._mark_lost(ids, exc)
+            raise
 
     def seed(self, seed: int | Sequence[int | None] | None = None) -> list[Any]:
         """Seed every env and its action-space sampler: an int ``s`` gives env ``i`` seed ``s + i``.
@@ -265,6 +309,8 @@ class BaseVectorEnv:
         if self.is_closed:
             return
         self.is_closed = True
+        for worker in self.workers:  # hung envs then use up the close timeout together
+            worker.begin_close()
         for worker in self.workers:
             worker.close()
 
@@ -278,86 +324,124 @@ class BaseVectorEnv:
     def _send_and_receive(
         self,
         ids: Sequence[int] | np.ndarray,
-        actions: Any,
+        actions: np.ndarray | Sequence[Any] | None,
         reset_kwargs: dict[str, Any] | None = None,
     ) -> list[Any]:
-        """Start all envs first, then collect each result, adding ``env_id`` to step infos.
+        """Start all envs first, then collect each result.
 
-        ``actions`` None means reset with ``reset_kwargs``. If an env fails, results of the
-        others are still collected (so no stale reply is left in a pipe) before its exception
-        is raised, labelled with the env index.
+        ``actions`` None means reset with ``reset_kwargs``. An exception is raised labelled with
+        the env that caused it; the replies of the other envs still in flight are discarded by
+        their workers when they arrive (the caller marks those envs as needing a reset).
         """
         workers = self.workers
-        sent = 0
-        try:
-            for sent, j in enumerate(ids):  # on failure, ``sent`` indexes the failed env
-                if actions is None:
-                    workers[j].send(None, **reset_kwargs)  # type: ignore[arg-type]
-                else:
-                    workers[j].send(actions[sent])
-        except Exception as exc:
-            self._discard_results(ids[:sent])
-            _reraise_for_env(exc, ids[sent])
+        current = ids[0]  # the env being handled, to name it if it fails
         results: list[Any] = []
         try:
             if actions is None:
-                for j in ids:
-                    results.append(workers[j].recv())
+                for current in ids:
+                    workers[current].send(None, **reset_kwargs)  # type: ignore[arg-type]
             else:
-                for j in ids:
-                    result = workers[j].recv()
-                    result[-1]["env_id"] = j
-                    results.append(result)
+                for current, act in zip(ids, actions, strict=True):
+                    workers[current].send(act)
+            for current in ids:
+                results.append(workers[current].recv())
         except Exception as exc:
-            failed = len(results)
-            self._discard_results(ids[failed + 1 :])
-            _reraise_for_env(exc, ids[failed])
+            self._label_and_raise(exc, current)
         return results
 
-    def _step_async(self, action: np.ndarray | None, ids: Sequence[int] | np.ndarray) -> list:
+    def _step_async(
+        self, action: np.ndarray | Sequence[Any] | None, ids: Sequence[int] | np.ndarray
+    ) -> gym_new_venv_step_type:
         if action is not None:
             self._assert_id(ids)
             if len(action) != len(ids):
                 raise ValueError(f"got {len(action)} actions for the {len(ids)} environments {ids}")
-            for act, j in zip(action, ids, strict=True):
-                worker = self.workers[j]
-                try:
-                    worker.send(act)
-                except Exception as exc:
-                    _reraise_for_env(exc, j)
-                self.waiting_conn.append(worker)
-                self.waiting_id.append(j)
-                self.ready_id.remove(j)
-        if not self.waiting_conn:
-            raise EnvStateError(
-                "no environment is stepping, so there is nothing to wait for: "
-                "pass actions for (some of) the ready environments"
-            )
-        ready: list[EnvWorker] = []
-        while not ready:
-            ready = self.worker_class.wait(self.waiting_conn, self.wait_num, self.timeout)
-        results = []
-        failure: tuple[Exception, int] | None = None
-        for worker in list(ready):  # ``wait`` may hand back ``waiting_conn`` itself
-            index = self.waiting_conn.index(worker)
-            del self.waiting_conn[index]
-            j = self.waiting_id.pop(index)
-            self.ready_id.append(j)
-            try:
-                result = worker.recv()
-            except Exception as exc:
-                failure = failure or (exc, j)
-                continue
-            result[-1]["env_id"] = j
-            results.append(result)
-        if failure is not None:
-            _reraise_for_env(*failure)
-        return results
+        # Envs this call may take a result from: after a failure, those not stepping are lost.
+        touched = [*(ids if action is not None else []), *self._pending]
+        try:
+            if action is not None:
+                for act, j in zip(action, ids, strict=True):
+                    try:
+                        self.workers[j].send(act)
+                    except Exception as exc:
+                        self._label_and_raise(exc, j)
+                    self._pending[int(j)] = time.monotonic()
+            if not self._pending:
+                raise EnvStateError(
+                    "no environment is stepping, so there is nothing to wait for: "
+                    "pass actions for (some of) the ready environments"
+                )
+            return _stack_step_results(*self._receive_ready(self._wait_for_ready()))
+        except BaseException as exc:
+            self._mark_lost([j for j in touched if j not in self._pending], exc)
+            raise
 
-    def _discard_results(self, ids: Sequence[int] | np.ndarray) -> None:
+    def _wait_for_ready(self) -> list[EnvWorker]:
+        """Wait for ``wait_num`` stepping envs, or until ``timeout`` (at least one, in any case).
+
+        Envs stepping for longer than ``timeout`` already are only polled, not waited for.
+        """
+        wait = self.worker_class.wait
+        workers = self.workers
+        ready: list[EnvWorker] = []
+        if self.timeout is not None:
+            now = time.monotonic()
+            fresh = [j for j, start in self._pending.items() if now - start < self.timeout]
+            overdue = [workers[j] for j in self._pending if j not in fresh]
+            if overdue:
+                ready = wait(overdue, len(overdue), 0)
+            need = min(self.wait_num - len(ready), len(fresh))
+            if need > 0:
+                remaining = max(self._pending[j] for j in fresh) + self.timeout - now
+                ready += wait([workers[j] for j in fresh], need, remaining)
+        while not ready:
+            stepping = [workers[j] for j in self._pending]
+            ready = wait(stepping, self.wait_num if self.timeout is None else 1, None)
+        return ready
+
+    def _receive_ready(self, ready: list[EnvWorker]) -> tuple[list[Any], list[int]]:
+        """Collect the results of ``ready`` workers, making their envs ready again.
+
+        :return: the results, and the ids of the envs they belong to.
+        """
+        env_id_of = {id(self.workers[j]): j for j in self._pending}
+        results = []
+        ids = []
+        for worker in ready:
+            j = env_id_of[id(worker)]
+            del self._pending[j]
+            try:
+                results.append(worker.recv())
+            except Exception as exc:
+                self._label_and_raise(exc, j)
+            ids.append(j)
+        return results, ids
+
+    def _label_and_raise(self, exc: Exception, env_id: int | np.integer) -> NoReturn:
+        """Re-raise an exception from an env's worker so that it names the env.
+
+        Exceptions of the caller's own (e.g. ``TimeoutError`` from a signal handler during a
+        subprocess step) pass through unchanged: only in-process envs raise their own type.
+        """
+        if isinstance(exc, EnvWorkerError):
+            raise exc.for_env(int(env_id)) from exc.__cause__
+        if self._in_process:
+            exc.add_note(f"raised by environment {env_id} of the vector env")
+        raise exc
+
+    def _mark_lost(self, ids: Sequence[int] | np.ndarray, exc: BaseException) -> None:
         for j in ids:
-            with contextlib.suppress(Exception):  # the first failure is the one reported
-                self.workers[j].recv()
+            self._lost[int(j)] = type(exc).__name__
+
+    def _assert_not_lost(self, ids: Sequence[int] | np.ndarray) -> None:
+        lost = [int(j) for j in ids if j in self._lost]
+        if lost:
+            causes = sorted({self._lost[j] for j in lost})
+            raise EnvStateError(
+                f"environments {lost} must be reset before they step again: an earlier call "
+                f"on them ended with {' / '.join(causes)} before their results arrived, so "
+                f"their last observations are out of date. Call reset(env_id={lost}) first."
+            )
 
     def _wrap_id(self, id: IdType) -> Sequence[int] | np.ndarray:
         if id is None:
@@ -368,16 +452,16 @@ class BaseVectorEnv:
 
     def _assert_id(self, ids: Sequence[int] | np.ndarray) -> None:
         for i in ids:
-            if i in self.waiting_id:
+            if i in self._pending:
                 raise EnvStateError(
                     f"Cannot interact with environment {i}, which is still stepping; "
                     f"call step(None) to collect results first (ready: {self.ready_id})"
                 )
-            if i not in self.ready_id:
+            if i not in self._all_ids:
                 raise EnvStateError(f"Can only interact with ready environments {self.ready_id}")
 
     def _assert_none_waiting(self, what: str) -> None:
-        if self.waiting_id:
+        if self._pending:
             raise EnvStateError(
                 f"Environments {self.waiting_id} are still stepping, cannot {what} them now; "
                 "call step(None) until they are ready"
@@ -413,6 +497,10 @@ class SubprocVectorEnv(BaseVectorEnv):
     :param share_memory: pass observations through shared memory instead of pickling them.
     :param context: multiprocessing start method: ``"fork"``, ``"spawn"``, ``"forkserver"``, or
         None for the platform default.
+    :param step_timeout: the longest one env's step or reset may take, in seconds. An env that
+        misses it has its process terminated, and the call raises :class:`EnvWorkerError`
+        naming the env and the deadline (so do later calls on that env: create a new vector
+        env to go on). None (the default) waits as long as the envs take.
 
     Other arguments as in :class:`BaseVectorEnv`.
     """
@@ -424,9 +512,11 @@ class SubprocVectorEnv(BaseVectorEnv):
         timeout: float | None = None,
         share_memory: bool = False,
         context: str | None = None,
+        *,
+        step_timeout: float | None = None,
     ) -> None:
         def worker_fn(env_fn: Callable[[], gym.Env]) -> SubprocEnvWorker:
-            return SubprocEnvWorker(env_fn, share_memory=share_memory, context=context)
+            return SubprocEnvWorker(env_fn, share_memory, context, step_timeout)
 
         super().__init__(env_fns, worker_fn, wait_num, timeout)
 
@@ -435,7 +525,8 @@ class ShmemVectorEnv(SubprocVectorEnv):
     """A :class:`SubprocVectorEnv` whose observations travel through shared memory.
 
     Pays off for large observations (images), which are written in place by the env's process
-    instead of being pickled through a pipe. Arguments as in :class:`SubprocVectorEnv`.
+    instead of being pickled through a pipe. Envs without an ``observation_space`` send theirs
+    through the pipe. Arguments as in :class:`SubprocVectorEnv`.
     """
 
     def __init__(
@@ -444,8 +535,10 @@ class ShmemVectorEnv(SubprocVectorEnv):
         wait_num: int | None = None,
         timeout: float | None = None,
         context: str | None = None,
+        *,
+        step_timeout: float | None = None,
     ) -> None:
-        super().__init__(env_fns, wait_num, timeout, share_memory=True, context=context)
+        super().__init__(env_fns, wait_num, timeout, True, context, step_timeout=step_timeout)
 
 
 class RayVectorEnv(BaseVectorEnv):
@@ -453,7 +546,11 @@ class RayVectorEnv(BaseVectorEnv):
 
     Starts a local Ray instance unless Ray is already initialised; to use a cluster, call
     ``ray.init(address=...)`` before creating this env (or set ``RAY_ADDRESS``).
-    Arguments as in :class:`BaseVectorEnv`.
+
+    :param step_timeout: the longest one env's step or reset may take, in seconds; an env that
+        misses it has its actor killed, as for :class:`SubprocVectorEnv`.
+
+    Other arguments as in :class:`BaseVectorEnv`.
     """
 
     def __init__(
@@ -461,6 +558,8 @@ class RayVectorEnv(BaseVectorEnv):
         env_fns: Sequence[Callable[[], ENV_TYPE]],
         wait_num: int | None = None,
         timeout: float | None = None,
+        *,
+        step_timeout: float | None = None,
     ) -> None:
         try:
             import ray
@@ -470,4 +569,5 @@ class RayVectorEnv(BaseVectorEnv):
             ) from exc
         if not ray.is_initialized():
             ray.init()
-        super().__init__(env_fns, RayEnvWorker, wait_num, timeout)
+        worker_fn = partial(RayEnvWorker, step_timeout=step_timeout)
+        super().__init__(env_fns, worker_fn, wait_num, timeout)

@@ -15,8 +15,10 @@ import ray
 
 from test.env import toy_envs
 from test.env.test_venvs import ACTIONS, assert_same_structure, rollout
-from test.env.toy_envs import CountEnv, DictObsEnv, FailingEnv
+from test.env.toy_envs import CountEnv, DictObsEnv, FailingEnv, NoSpacesEnv
 from tianshou.env import DummyVectorEnv, EnvStateError, EnvWorkerError, RayVectorEnv
+from tianshou.env.worker import ray as ray_module
+from tianshou.env.worker.ray import _EnvHost
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -68,8 +70,67 @@ def test_async_stepping_env_exception_and_dead_actor() -> None:
         assert "explode_with_a_recognisable_frame" in str(excinfo.value)
         *_, info = venv.step(None)
         assert [i["env_id"] for i in info] == [1]
+        with pytest.raises(EnvStateError, match=r"environments \[2\] must be reset"):
+            venv.step([1], id=[2])  # its result was lost with the failed call
         ray.kill(venv.workers[2].actor)  # type: ignore[attr-defined]
         with pytest.raises(EnvWorkerError, match="environment 2"):
-            venv.step(np.array([1]), id=np.array([2]))
+            venv.reset(env_id=np.array([2]))
     finally:
         venv.close()
+
+
+def test_step_timeout_kills_a_hung_actor() -> None:
+    venv = RayVectorEnv([CountEnv, partial(CountEnv, sleep=60.0)], wait_num=1, step_timeout=2.0)
+    try:
+        venv.reset()
+        *_, info = venv.step([1, 1])
+        assert [i["env_id"] for i in info] == [0]
+        start = time.monotonic()
+        with pytest.raises(EnvWorkerError, match=r"environment 1.*step_timeout=2.0 s"):
+            while time.monotonic() - start < 20:
+                venv.step([1], id=[0])
+        assert time.monotonic() - start < 10
+        with pytest.raises(EnvWorkerError, match="step_timeout"):
+            venv.reset(env_id=1)  # the actor is gone for good
+        if venv.waiting_id:  # env 0 may still have been stepping when env 1 failed
+            venv.step(None)
+        obs, _ = venv.reset(env_id=0)
+        obs, *_ = venv.step([1], id=[0])
+        assert obs[0, 0] == 1
+    finally:
+        venv.close()
+
+
+def test_actor_body_applies_the_shared_env_operations() -> None:
+    host = _EnvHost(partial(CountEnv, size=3))
+    host.ping()
+    assert host.seed(4) == [4]
+    obs, info = host.reset({"seed": 4})
+    assert obs[0] == 0 and info == {"size": 3}
+    assert host.step(np.int64(1))[0][0] == 1
+    host.set_env_attr("size", 1)
+    assert host.get_env_attr("size") == 1
+    assert host.render({}).shape == (2, 2, 3)
+    host.close()
+
+
+def test_envs_without_spaces_step_fine() -> None:
+    venv = RayVectorEnv([NoSpacesEnv])
+    try:
+        venv.seed(1)
+        venv.reset(seed=2)
+        obs, *_ = venv.step([2])
+        assert obs[0, 0] == 2
+    finally:
+        venv.close()
+
+
+def test_close_ends_hung_actors_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ray_module, "_CLOSE_TIMEOUT_S", 1.0)
+    venv = RayVectorEnv([partial(CountEnv, sleep=60.0)] * 3)
+    venv.reset()
+    for worker in venv.workers:
+        worker.send(np.int64(1))  # all three are now stuck in their step
+    start = time.monotonic()
+    venv.close()
+    assert time.monotonic() - start < 3  # one after another: 3 s

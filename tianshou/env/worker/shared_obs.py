@@ -4,13 +4,18 @@ The child computes a layout from its env's observation space (one aligned byte r
 leaf of possibly nested ``Dict``/``Tuple`` spaces), sizes a file in ``/dev/shm`` for it and writes
 each observation in place. The parent maps the same file and reads the arrays back. Both sides
 address the file through numpy views built from the layout.
+
+:class:`ShArray` is a simpler building block for code of one's own: one fixed-shape array in
+shared memory, handed to a child process when it is started.
 """
 
 import mmap
+import multiprocessing
 import os
 import tempfile
 from dataclasses import dataclass
 from math import prod
+from multiprocessing.context import BaseContext
 from typing import Any, TypeAlias
 
 import gymnasium as gym
@@ -129,3 +134,46 @@ def read_obs(views: ObsViews) -> Any:
     if isinstance(views, dict):
         return {key: read_obs(value) for key, value in views.items()}
     return tuple(read_obs(value) for value in views)
+
+
+class ShArray:
+    """One fixed-shape numpy array in shared memory, visible to the processes started after it.
+
+    Pass it to a child process as a ``Process`` argument (it cannot be sent through a pipe
+    later); both sides then read and write the same memory. Nothing synchronises them: the
+    processes must agree on who writes when (e.g. by messages on a pipe).
+
+    :param dtype: the element type, e.g. ``np.float32``.
+    :param shape: the array shape.
+    :param ctx: the multiprocessing context of the processes that will share it; None uses the
+        default context.
+
+    Example::
+
+        >>> shared = ShArray(np.float32, (2, 3))
+        >>> shared.save(np.ones((2, 3)))
+        >>> shared.get().sum()
+        np.float32(6.0)
+    """
+
+    def __init__(
+        self,
+        dtype: np.dtype | type[np.generic],
+        shape: tuple[int, ...],
+        ctx: BaseContext | None = None,
+    ) -> None:
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(shape)
+        nbytes = prod(self.shape) * self.dtype.itemsize
+        self.arr = (ctx or multiprocessing.get_context()).RawArray("b", max(nbytes, 1))
+
+    def save(self, ndarray: np.ndarray) -> None:
+        """Copy ``ndarray`` into the shared memory; it must have the declared shape."""
+        value = np.asarray(ndarray)
+        if value.shape != self.shape:
+            raise ValueError(f"ShArray holds shape {self.shape}, cannot save shape {value.shape}")
+        np.copyto(self.get(), value, casting="unsafe")
+
+    def get(self) -> np.ndarray:
+        """A numpy view of the shared memory (not a copy: later writes show through it)."""
+        return np.frombuffer(self.arr, self.dtype, prod(self.shape)).reshape(self.shape)

@@ -1,11 +1,20 @@
 """The subprocess worker: each environment runs in its own process, driven through a pipe.
 
-Protocol: the parent sends ``(command, payload)`` tuples; the child answers each with the result,
-or with a :class:`_RemoteFailure` carrying the exception and its traceback when the environment
-raised (the child survives that and keeps serving). Right after start-up the child sends one
-greeting: ``None``, or the shared-memory layout when observations go through shared memory, or
-a failure if the environment could not be built. A child that dies closes its pipe end, so the
-parent's read fails at once instead of hanging.
+Protocol: the parent sends ``(seq, command, payload)`` tuples, numbering its commands 1, 2, ...;
+the child answers each with ``(seq, result)``, or with ``(seq, failure)`` (a
+:class:`_RemoteFailure` carrying the exception and its traceback) when the environment raised,
+which the child survives. Right after start-up the child sends one greeting numbered 0: ``None``,
+or the shared-memory layout when observations go through shared memory, or a failure if the
+environment could not be built. A child that dies closes its pipe end, so the parent's read
+fails at once instead of hanging.
+
+The numbers keep the parent in step after an interrupted call: when ``KeyboardInterrupt`` (or
+any exception raised by a signal handler) abandons a command, its reply later arrives with an
+old number and is discarded, so it is never taken for the result of a later command. The parent
+waits for a reply with ``poll`` before reading it, so an interrupt almost always lands while
+nothing has been read; one that cuts a message in half leaves the pipe unusable, and the worker
+is then terminated with an error that says so. The child ignores ``SIGINT`` (a terminal's Ctrl-C
+reaches the whole process group): the parent decides what an interrupt means.
 
 Step actions and step results, the only per-step traffic, are encoded with
 :mod:`~tianshou.env.worker.wire` so that numpy values cross the pipe without numpy's slow pickling.
@@ -15,6 +24,7 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import sys
 import time
@@ -22,7 +32,9 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for_connections
-from typing import Any, cast
+from multiprocessing.reduction import ForkingPickler
+from types import FrameType
+from typing import Any, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +42,7 @@ import numpy as np
 from tianshou.env.utils import CloudpickleWrapper, gym_new_venv_step_type
 from tianshou.env.worker.shared_obs import (
     ObsViews,
+    ShArray,
     create_shared_file,
     make_views,
     map_shared_file,
@@ -47,9 +60,15 @@ from tianshou.env.worker.worker_base import (
     set_env_attr,
 )
 
+__all__ = ["ShArray", "SubprocEnvWorker"]
+
 _STEP, _RESET, _SEED, _RENDER, _GET_ATTR, _SET_ATTR, _CLOSE = range(7)
 _CONTEXTS = (None, "fork", "spawn", "forkserver")
 _CLOSE_TIMEOUT_S = 5.0
+_CUT_OFF = (
+    "a call was interrupted while a message was crossing the pipe to worker process {pid}, "
+    "so the pipe is out of step and the worker was terminated; create a new vector env"
+)
 
 
 class _RemoteFailure:
@@ -99,29 +118,58 @@ def _handle(env: gym.Env, views: "ObsViews | None", command: int, data: Any) -> 
 def _serve(conn: Connection, env: gym.Env, views: "ObsViews | None") -> None:
     """Answer commands until the parent asks to close or goes away."""
     while True:
-        command, data = conn.recv()
+        seq, command, data = conn.recv()
         if command == _CLOSE:
             try:
                 env.close()
             finally:
-                conn.send(None)
+                conn.send((seq, None))
             return
         try:
             reply = _handle(env, views, command, data)
         except Exception as exc:
             reply = _RemoteFailure(exc)
         try:
-            conn.send(reply)
+            conn.send((seq, reply))
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            conn.send(_RemoteFailure(exc))  # the reply could not be pickled
+            conn.send((seq, _RemoteFailure(exc)))  # the reply could not be pickled
 
 
 def _serve_failure(conn: Connection, failure: _RemoteFailure) -> None:
     """The environment could not be built: answer every command with that failure."""
-    conn.send(failure)
-    while conn.recv()[0] != _CLOSE:
-        conn.send(failure)
-    conn.send(None)
+    conn.send((0, failure))
+    while True:
+        seq, command, _ = conn.recv()
+        if command == _CLOSE:
+            conn.send((seq, None))
+            return
+        conn.send((seq, failure))
+
+
+def _run_child(conn: Connection, env_fn: CloudpickleWrapper, shm_path: str | None) -> None:
+    """Build the environment, greet the parent (with the shared-memory layout) and serve it.
+
+    An env without an ``observation_space`` cannot lay out shared memory; its observations then
+    go through the pipe even when shared memory was asked for.
+    """
+    try:
+        env = env_fn.data()
+        views = None
+        greeting = None
+        space = getattr(env, "observation_space", None) if shm_path is not None else None
+        if space is not None:
+            layout, size = plan_layout(space)
+            views = make_views(layout, map_shared_file(cast(str, shm_path), size, resize=True))
+            greeting = (layout, size)
+    except Exception as exc:
+        _serve_failure(conn, _RemoteFailure(exc))
+        return
+    conn.send((0, greeting))
+    _serve(conn, env, views)
+
+
+def _ignore_interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGINT handler of the child: the parent handles Ctrl-C and closes its workers."""
 
 
 def _worker_main(
@@ -131,24 +179,11 @@ def _worker_main(
     shm_path: str | None,
 ) -> None:
     """Entry point of the child process."""
+    signal.signal(signal.SIGINT, _ignore_interrupt)
     if parent_end is not None:
         parent_end.close()  # a forked child must not keep the parent's end open
-    try:
-        try:
-            env = env_fn.data()
-            views = None
-            greeting = None
-            if shm_path is not None:
-                layout, size = plan_layout(env.observation_space)
-                views = make_views(layout, map_shared_file(shm_path, size, resize=True))
-                greeting = (layout, size)
-        except Exception as exc:
-            _serve_failure(conn, _RemoteFailure(exc))
-            return
-        conn.send(greeting)
-        _serve(conn, env, views)
-    except (EOFError, OSError, KeyboardInterrupt):
-        pass  # the parent is gone or interrupted: just exit
+    with contextlib.suppress(EOFError, OSError):  # the parent is gone: just exit
+        _run_child(conn, env_fn, shm_path)
     # The env is closed: skip interpreter teardown, which takes ~0.5 s in a spawned child that
     # imported torch, and would make close() slow.
     sys.stdout.flush()
@@ -165,6 +200,9 @@ class SubprocEnvWorker(EnvWorker):
         env's observation space instead of pickling them (worth it for large observations).
     :param context: the multiprocessing start method, ``"fork"``, ``"spawn"`` or
         ``"forkserver"``; None uses the platform default.
+    :param step_timeout: the longest a step or reset may take, in seconds. A worker that misses
+        it is terminated and the waiting call raises :class:`EnvWorkerError`; every later call
+        raises it too. None (the default) waits as long as the environment takes.
     """
 
     def __init__(
@@ -172,16 +210,26 @@ class SubprocEnvWorker(EnvWorker):
         env_fn: Callable[[], gym.Env],
         share_memory: bool = False,
         context: str | None = None,
+        step_timeout: float | None = None,
     ) -> None:
         if context not in _CONTEXTS:
             raise ValueError(f"context must be one of {_CONTEXTS}, got {context!r}")
+        if step_timeout is not None and not step_timeout > 0:
+            raise ValueError(f"step_timeout must be positive seconds or None, got {step_timeout}")
         ctx = multiprocessing.get_context(context)
         self.share_memory = share_memory
+        self.step_timeout = step_timeout
         self._shm_path = create_shared_file() if share_memory else None
         self._obs_views: ObsViews | None = None
         self._greeting_pending = True
         self._stepping = False  # whether the reply awaited by ``recv`` is a step's or a reset's
+        self._seq = 0  # number of the latest command; only its reply is accepted
+        self._deadline: float | None = None  # when the running step or reset must be done
+        self._broken: str | None = None  # why the pipe can no longer be used, once it can't
+        self._close_deadline: float | None = None
         self._conn, child_end = ctx.Pipe()
+        self._poller = select.poll()
+        self._poller.register(self._conn.fileno(), select.POLLIN)
         parent_end = self._conn if ctx.get_start_method() == "fork" else None
         args = (child_end, parent_end, CloudpickleWrapper(env_fn), self._shm_path)
         process_cls = ctx.Process  # type: ignore[attr-defined]
@@ -213,9 +261,12 @@ class SubprocEnvWorker(EnvWorker):
             self._post(_RESET, kwargs)
         else:
             self._post(_STEP, encode(action))
+        if self.step_timeout is not None:
+            self._deadline = time.monotonic() + self.step_timeout
 
     def recv(self) -> gym_new_venv_step_type | tuple[Any, dict]:
         reply = self._receive()
+        self._deadline = None
         views = self._obs_views
         if not self._stepping:
             return (reply[0] if views is None else read_obs(views)), reply[1]
@@ -234,19 +285,30 @@ class SubprocEnvWorker(EnvWorker):
         wait_num: int,
         timeout: float | None = None,
     ) -> list[EnvWorker]:
-        by_conn = {cast(SubprocEnvWorker, w)._conn: w for w in workers}
+        """Wait as the base class says; a worker past its ``step_timeout`` also counts as ready.
+
+        Its :meth:`recv` then raises the timeout error instead of blocking.
+        """
+        subproc_workers = cast(list[SubprocEnvWorker], workers)
+        by_conn = {w._conn: w for w in subproc_workers}
         pending = list(by_conn)
         ready: list[Any] = []
         deadline = None if timeout is None else time.monotonic() + timeout
+        step_deadlines = [w._deadline for w in subproc_workers if w._deadline is not None]
+        if step_deadlines:
+            first = min(step_deadlines)
+            deadline = first if deadline is None else min(deadline, first)
         while pending and len(ready) < wait_num:
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             newly_ready = wait_for_connections(pending, timeout=remaining)
+            if not newly_ready:
+                break  # timed out
             ready.extend(newly_ready)
             pending = [conn for conn in pending if conn not in newly_ready]
+        if step_deadlines:
+            now = time.monotonic()
+            overdue = [c for c in pending if (by_conn[c]._deadline or now) < now]
+            ready.extend(overdue)
         return [by_conn[conn] for conn in ready]
 
     def seed(self, seed: int | None = None) -> Any:
@@ -257,13 +319,21 @@ class SubprocEnvWorker(EnvWorker):
         self._post(_RENDER, kwargs)
         return self._receive()
 
+    def begin_close(self) -> None:
+        if self._close_deadline is not None:
+            return
+        self._close_deadline = time.monotonic() + _CLOSE_TIMEOUT_S
+        if self._broken is None:
+            with contextlib.suppress(OSError):  # the child is already gone
+                self._conn.send((0, _CLOSE, None))
+
     def close_env(self) -> None:
-        deadline = time.monotonic() + _CLOSE_TIMEOUT_S
-        try:
-            self._conn.send((_CLOSE, None))
+        self.begin_close()
+        deadline = cast(float, self._close_deadline)
+        if self._broken is None:
             self._drain_until_exit(deadline)
-        except OSError:
-            pass  # the child is already gone
+        else:  # the child can't be told to close through a pipe that is out of step
+            deadline = time.monotonic()
         self._stop_process(deadline)
         self._conn.close()
         self._obs_views = None
@@ -271,18 +341,55 @@ class SubprocEnvWorker(EnvWorker):
             self._unlink_shared_file()
 
     def _post(self, command: int, data: Any) -> None:
+        """Send a command, after checking that the pipe is usable and the child is up."""
+        if self._broken is not None:
+            self._fail_broken()
+        self._deadline = None
         if self._greeting_pending:
             self._accept_greeting()
+        self._seq += 1
+        message = ForkingPickler.dumps((self._seq, command, data))
+        self._broken = _CUT_OFF  # until the message is written whole
         try:
-            self._conn.send((command, data))
+            self._conn.send_bytes(message)
         except OSError as exc:
+            if exc.errno is None:  # raised by the caller's signal handler, not by the pipe
+                raise
+            self._broken = None
             raise self._death_error() from exc
+        self._broken = None
+
+    def _read(self) -> tuple[int, Any]:
+        """Wait for the next message (until the step deadline, if any) and unpickle it."""
+        if self._deadline is None:
+            self._poller.poll()
+        elif not self._poller.poll(max(0.0, self._deadline - time.monotonic()) * 1000):
+            self._give_up(
+                f"its {'step' if self._stepping else 'reset'} did not finish within "
+                f"step_timeout={self.step_timeout} s, so worker process {self.process.pid} was "
+                "terminated; create a new vector env (or raise step_timeout if the environment "
+                "is only slow)"
+            )
+        self._broken = _CUT_OFF  # until the message is read whole
+        try:
+            data = self._conn.recv_bytes()
+        except EOFError as exc:
+            self._broken = None
+            raise self._death_error() from exc
+        except OSError as exc:
+            if exc.errno is None:  # raised by the caller's signal handler, not by the pipe
+                raise
+            self._broken = None
+            raise self._death_error() from exc
+        self._broken = None
+        return pickle.loads(data)
 
     def _receive_raw(self) -> Any:
-        try:
-            return self._conn.recv()
-        except (EOFError, OSError) as exc:
-            raise self._death_error() from exc
+        """The reply to the latest command; replies to abandoned commands are discarded."""
+        while True:
+            seq, reply = self._read()
+            if seq == self._seq:
+                return reply
 
     def _receive(self) -> Any:
         return self._unwrap(self._receive_raw())
@@ -295,11 +402,12 @@ class SubprocEnvWorker(EnvWorker):
 
     def _accept_greeting(self) -> None:
         """Wait for the child to be up; map its shared-memory observations if it made some."""
-        self._greeting_pending = False
         greeting = self._receive()
-        if greeting is not None and self._shm_path is not None:
-            layout, size = greeting
-            self._obs_views = make_views(layout, map_shared_file(self._shm_path, size, False))
+        self._greeting_pending = False
+        if self._shm_path is not None:
+            if greeting is not None:
+                layout, size = greeting
+                self._obs_views = make_views(layout, map_shared_file(self._shm_path, size, False))
             self._unlink_shared_file()
 
     def _unlink_shared_file(self) -> None:
@@ -308,13 +416,23 @@ class SubprocEnvWorker(EnvWorker):
             os.unlink(self._shm_path)
         self._shm_path = None
 
+    def _give_up(self, reason: str) -> NoReturn:
+        """Terminate the child and make this and every later call raise ``reason``."""
+        self._broken = reason
+        self._fail_broken()
+
+    def _fail_broken(self) -> NoReturn:
+        if self.process.is_alive():
+            self._stop_process(time.monotonic())
+        raise EnvWorkerError(cast(str, self._broken).format(pid=self.process.pid))
+
     def _drain_until_exit(self, deadline: float) -> None:
         """Discard pending replies (a step result, the close acknowledgement) until EOF."""
         try:
             while self._conn.poll(max(0.0, deadline - time.monotonic())):
-                self._conn.recv()
-        except EOFError:
-            pass
+                self._conn.recv_bytes()
+        except (EOFError, OSError):
+            pass  # the child has exited
 
     def _stop_process(self, deadline: float) -> None:
         """Let the child exit by itself until ``deadline``, then terminate (and kill) it."""

@@ -111,6 +111,14 @@ class EnvWorker(ABC):
     def close_env(self) -> None:
         """Release the environment and whatever the backend holds for it."""
 
+    def begin_close(self) -> None:  # noqa: B027 (a hook most backends need not override)
+        """Ask the environment to shut down without waiting for it; :meth:`close` finishes.
+
+        A vector env calls this on all its workers before closing any, so that their shutdowns
+        overlap (a hung environment then delays ``close`` once, not once per worker). Backends
+        whose closing is immediate need not override it.
+        """
+
     def close(self) -> None:
         """Close once; later calls do nothing."""
         if self.is_closed:
@@ -132,16 +140,23 @@ def set_env_attr(env: gym.Env, key: str, value: Any) -> None:
     setattr(getattr(env, "unwrapped", env), key, value)
 
 
+def _seed_action_space(env: gym.Env, seed: int | None) -> None:
+    """Seed the env's action-space sampler, if it has an action space (not every env does)."""
+    space = getattr(env, "action_space", None)
+    if space is not None:
+        space.seed(seed)
+
+
 def reset_env(env: gym.Env, **kwargs: Any) -> tuple[Any, dict]:
     """Reset ``env``; a ``seed`` keyword also re-seeds its action-space sampler."""
     if "seed" in kwargs:
-        env.action_space.seed(kwargs["seed"])
+        _seed_action_space(env, kwargs["seed"])
     return env.reset(**kwargs)
 
 
 def seed_env(env: gym.Env, seed: int | None) -> Any:
     """Seed the action-space sampler and the env (legacy ``env.seed`` if present, else reset)."""
-    env.action_space.seed(seed)
+    _seed_action_space(env, seed)
     legacy_seed = getattr(env, "seed", None)
     if callable(legacy_seed):
         return legacy_seed(seed)
