@@ -13,9 +13,11 @@ from torch.distributions import Categorical, Independent, Normal
 from tianshou.data import Batch
 from tianshou.data.batch import (
     BatchProtocol,
+    ProtocolCalledException,
     alloc_by_keys_diff,
     create_value,
     dist_to_atleast_2d,
+    get_len_of_dist,
     get_sliced_dist,
 )
 
@@ -774,6 +776,66 @@ def test_set_array_at_key() -> None:
     assert np.isnan(nan_filled.f[1])
     with pytest.raises(TypeError, match="default_value"):
         b.set_array_at_key(np.array([1]), "ints", index=[0])
+
+
+def test_set_array_at_key_refuses_an_array_of_another_length() -> None:
+    b = Batch(a=np.arange(3))
+    for wrong in (np.zeros(2), np.zeros(4)):
+        with pytest.raises(ValueError, match="length"):
+            b.set_array_at_key(wrong, "x")
+    assert "x" not in b
+    b.set_array_at_key(arr=np.ones(3), key="x")  # the published keyword name
+    assert b.x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_set_array_at_key_creates_rows_shaped_like_the_array() -> None:
+    b = Batch(a=np.arange(3))
+    b.set_array_at_key(np.ones((1, 2)), "m", index=[1], default_value=0.0)
+    assert b.m.shape == (3, 2)
+    assert b.m.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+
+
+def test_dropnull_of_nested_batches_with_none() -> None:
+    # None inside a nested object array drops that row only
+    b = Batch(a=[4.0, 5.0, 6.0], s=Batch(c=[None, 1, 2], d=Batch(e=[1.0, 2.0, np.nan])))
+    kept = b.dropnull()
+    assert kept.a.tolist() == [5.0] and kept.s.c.tolist() == [1] and kept.s.d.e.tolist() == [2.0]
+    # rows stacked from dicts whose nested value is None
+    rows = Batch([{"a": 1, "s": {"c": None}}, {"a": 2, "s": {"c": 3}}])
+    assert rows.dropnull().a.tolist() == [2]
+    # a nested key that is None as a whole is null in every row; empty sub-Batches are not null
+    whole = Batch(a=[1.0, 2.0], s=Batch(c=None, e=Batch()))
+    dropped = whole.dropnull()
+    assert len(dropped.a) == 0 and dropped.s.c is None and dropped.s.e.is_empty()
+    assert Batch(a=[1.0, 2.0], s=Batch(e=Batch())).dropnull() == Batch(
+        a=[1.0, 2.0], s=Batch(e=Batch())
+    )
+
+
+def test_dropnull_when_a_nested_leaf_is_longer_than_the_batch() -> None:
+    b = Batch(a=[1.0, np.nan, 3.0], s=Batch(c=np.arange(4)))
+    assert len(b) == 3
+    kept = b.dropnull()
+    assert kept.a.tolist() == [1.0, 3.0] and kept.s.c.tolist() == [0, 2]
+
+
+def test_distribution_length() -> None:
+    assert get_len_of_dist(Categorical(logits=torch.zeros(5, 3))) == 5
+    assert len(Batch(d=Normal(torch.zeros(4), torch.ones(4)))) == 4
+    with pytest.raises(TypeError, match="no length"):
+        get_len_of_dist(Categorical(logits=torch.zeros(3)))
+
+
+def test_protocol_static_methods_are_not_callable() -> None:
+    for call in (
+        lambda: BatchProtocol.cat([Batch(a=[1])]),
+        lambda: BatchProtocol.stack([Batch(a=1)]),
+        lambda: BatchProtocol.empty(Batch(a=[1])),
+    ):
+        with pytest.raises(ProtocolCalledException):
+            call()
+    assert isinstance(Batch(), BatchProtocol)
+    assert Batch(a=[1, 2]).to_dict(recurse=False)["a"].tolist() == [1, 2]
 
 
 def test_null_handling() -> None:

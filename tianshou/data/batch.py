@@ -15,77 +15,79 @@ from __future__ import annotations
 
 import operator
 import pprint
-from collections.abc import Callable, Iterator, KeysView, Sequence
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from copy import deepcopy
-from numbers import Number
 from typing import Any, Self, TypeVar
 
 import numpy as np
 import torch
 from torch.distributions import Distribution
 
-from tianshou.data.types import BatchProtocol, IndexType, TArr
+from tianshou.data._batch_values import (
+    NUMERIC_KINDS,
+    is_number,
+    leaf_to_torch,
+    len_or_none,
+    parse_leaf,
+    to_array_with_correct_type,
+)
+from tianshou.data.types import (
+    BatchProtocol,
+    IndexType,
+    ProtocolCalledException,
+    TArr,
+    TObsArr,
+)
 
-# dtype kinds a Batch keeps as they are: bool, signed/unsigned int, float, complex. Every other
-# dtype (strings, bytes, datetimes, object) is stored as an ``object`` array.
-_NUMERIC_KINDS = frozenset("biufc")
-# concrete types first: isinstance tries them in order and the Number ABC check is slow
-_NUMBER_TYPES = (int, float, complex, np.number, np.bool_, Number)
-
-
-def _is_number(value: Any) -> bool:
-    """Whether ``value`` is a Python or numpy scalar number (``bool`` included)."""
-    return isinstance(value, _NUMBER_TYPES)
-
+_Operand = BatchProtocol | complex | np.number | np.bool_
+"""What Batch arithmetic accepts: a number, or a Batch with the same keys."""
 
 # ---------------------------------------------------------------------------------------------
-# value parsing: what a Batch stores for a given input value
+# value parsing: dicts and rows become sub-Batches, everything else is a leaf (see _batch_values)
 
 
 def _parse_value(value: Any) -> Any:
     """Convert one user-supplied value into the form a Batch stores.
 
-    Numeric arrays, tensors, Batches and ``None`` are kept as they are; numbers become 0-d
-    arrays; dicts become Batches; lists/tuples of tensors are stacked, of dicts become stacked
-    Batches, anything else becomes an array (``object`` dtype unless bool or numeric). A lone
-    non-numeric object (a string, a set, ...) is stored unchanged.
+    Dicts become Batches and lists/tuples/object arrays of dicts or Batches become stacked
+    Batches; Batches are kept; every other value is converted by
+    :func:`~tianshou.data._batch_values.parse_leaf`. The cheap checks for the common values come
+    first: this runs for every value set on a Batch.
     """
     value_type = type(value)
     if value_type is np.ndarray:
-        if value.dtype.kind in _NUMERIC_KINDS:
+        if value.dtype.kind in NUMERIC_KINDS:
             return value
-        return _parse_non_numeric_array(value)
+        if _is_batch_sequence(value):
+            return _stacked_batch(value)
+        return to_array_with_correct_type(value)
     if value_type is dict:
         return _batch_from_mapping(value)
     if value_type is Batch or value is None or isinstance(value, _KEPT_TYPES):
         return value
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in _NUMERIC_KINDS:
-            return value
-        return _parse_non_numeric_array(value)
-    if _is_number(value):
+    if is_number(value):
         return np.asanyarray(value)
     if isinstance(value, dict):
         return _batch_from_mapping(value)
-    if isinstance(value, list | tuple):
-        return _parse_sequence(value)
-    return _to_array_with_correct_type(value)
+    if isinstance(value, list | tuple | np.ndarray) and _is_batch_sequence(value):
+        return _stacked_batch(value)  # ndarray subclasses land here too
+    return parse_leaf(value)
 
 
-def _parse_into(target: dict[str, Any], source: dict) -> None:
+def _parse_into(target: dict[str, Any], source: Mapping[str, Any]) -> None:
     """Parse every value of ``source`` into ``target`` (a Batch's ``__dict__``)."""
     for key, value in source.items():
         if type(key) is not str and not isinstance(key, str):
             raise AssertionError(
                 f"Batch keys must be str, but got key {key!r} of type {type(key).__name__}"
             )
-        if type(value) is np.ndarray and value.dtype.kind in _NUMERIC_KINDS:
+        if type(value) is np.ndarray and value.dtype.kind in NUMERIC_KINDS:
             target[key] = value
         else:
             target[key] = _parse_value(value)
 
 
-def _batch_from_mapping(mapping: dict) -> Batch:
+def _batch_from_mapping(mapping: Mapping[str, Any]) -> Batch:
     batch = object.__new__(Batch)
     _parse_into(batch.__dict__, mapping)
     return batch
@@ -104,77 +106,10 @@ def _is_batch_sequence(obj: Any) -> bool:
     )
 
 
-def _stacked_batch(elements: Sequence[dict | Batch] | np.ndarray) -> Batch:
+def _stacked_batch(rows: Sequence[dict | BatchProtocol] | np.ndarray) -> Batch:
     batch = Batch()
-    batch.stack_(list(elements))
+    batch.stack_(list(rows))
     return batch
-
-
-def _parse_sequence(seq: list | tuple) -> Any:
-    if seq:
-        first = seq[0]
-        if isinstance(first, torch.Tensor) and all(isinstance(e, torch.Tensor) for e in seq):
-            try:
-                return torch.stack(list(seq))
-            except RuntimeError as error:
-                raise TypeError(
-                    "Batch can only store a list of tensors that torch.stack accepts (same shape, "
-                    f"dtype and device); stacking failed: {error}"
-                ) from error
-        if isinstance(first, dict | Batch) and all(isinstance(e, dict | Batch) for e in seq):
-            return _stacked_batch(seq)
-    return _to_array_with_correct_type(seq)
-
-
-def _parse_non_numeric_array(array: np.ndarray) -> Any:
-    if _is_batch_sequence(array):
-        return _stacked_batch(array)
-    return _to_array_with_correct_type(array)
-
-
-def _to_array_with_correct_type(obj: Any) -> Any:
-    """Turn ``obj`` into an array whose dtype is bool, numeric or ``object``.
-
-    Ragged sequences (elements of different lengths) become 1-d object arrays; a 0-d object
-    result is unwrapped to the object itself; object arrays holding tensors are rejected.
-    """
-    try:
-        array = np.asanyarray(obj)
-    except ValueError as error:
-        array = _ragged_object_array(obj, error)
-    if array.dtype.kind in _NUMERIC_KINDS:
-        return array
-    if array.dtype != object:
-        array = array.astype(object)
-    if array.ndim == 0:
-        return array.item()
-    if any(isinstance(element, torch.Tensor) for element in array.flat):
-        raise TypeError(
-            "Batch does not store numpy arrays of torch tensors; stack the tensors with "
-            "torch.stack (equal shapes) or convert them with to_numpy first"
-        )
-    return array
-
-
-def _ragged_object_array(obj: Any, error: ValueError) -> np.ndarray:
-    """Store a sequence whose elements differ in length as a 1-d array of those elements."""
-    if not isinstance(obj, list | tuple) or len({_len_or_none(e) for e in obj}) < 2:
-        raise TypeError(
-            "Batch cannot build an array from a sequence whose elements have mismatched "
-            f"shapes beyond the first axis ({error}); give them equal shapes or store them "
-            "in separate keys"
-        ) from error
-    array = np.empty(len(obj), dtype=object)
-    for i, element in enumerate(obj):
-        array[i] = element
-    return array
-
-
-def _len_or_none(obj: Any) -> int | None:
-    try:
-        return len(obj)
-    except TypeError:
-        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +154,7 @@ class Batch:
                 _parse_into(data, batch_dict.__dict__)
             elif _is_batch_sequence(batch_dict):
                 self.stack_(batch_dict)  # type: ignore[arg-type]
-            elif _len_or_none(batch_dict) != 0:
+            elif len_or_none(batch_dict) != 0:
                 raise TypeError(
                     "Batch(batch_dict) accepts a dict, a Batch, or a sequence/object array of "
                     f"dicts or Batches, but got {type(batch_dict).__name__}"
@@ -265,10 +200,10 @@ class Batch:
     def keys(self) -> KeysView[str]:
         return self.__dict__.keys()
 
-    def values(self) -> Any:
+    def values(self) -> ValuesView[Any]:
         return self.__dict__.values()
 
-    def items(self) -> Any:
+    def items(self) -> ItemsView[str, Any]:
         return self.__dict__.items()
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -497,28 +432,40 @@ class Batch:
 
     def set_array_at_key(
         self,
-        seq: np.ndarray,
+        arr: np.ndarray,
         key: str,
         index: IndexType | None = None,
         default_value: float | None = None,
     ) -> None:
-        """Write ``seq`` under ``key``, at ``index`` only if given.
+        """Write the array ``arr`` under ``key``: all rows, or only the rows at ``index``.
 
-        With an index and a missing key, the key is first created with ``len(self)`` entries of
-        ``default_value`` in ``seq``'s dtype.
+        :param arr: the values; without ``index`` it must have one row per row of the Batch.
+        :param key: the key to write; it is created if missing.
+        :param index: rows to write ``arr`` into. If ``key`` is missing, it is first created
+            with ``len(self)`` rows shaped like ``arr``'s rows, filled with ``default_value``.
+        :param default_value: fill value of a newly created key (None: NaN for float dtypes).
+        :raises ValueError: if ``index`` is None and ``len(arr) != len(self)``.
         """
         if index is None:
-            self[key] = seq
+            if len(arr) != len(self):
+                raise ValueError(
+                    f"set_array_at_key({key!r}) got an array of length {len(arr)} for a Batch of "
+                    f"length {len(self)}; pass one row per row of the Batch, or pass index= to "
+                    "write only some rows"
+                )
+            self[key] = arr
             return
         if key not in self.__dict__:
             try:
-                self.__dict__[key] = np.array([default_value] * len(self), dtype=seq.dtype)
+                self.__dict__[key] = np.full(
+                    (len(self), *arr.shape[1:]), default_value, dtype=arr.dtype
+                )
             except (TypeError, ValueError) as error:
                 raise TypeError(
-                    f"cannot create key {key!r} of dtype {seq.dtype} filled with {default_value!r}"
+                    f"cannot create key {key!r} of dtype {arr.dtype} filled with {default_value!r}"
                     "; pass a default_value castable to that dtype or an array of another dtype"
                 ) from error
-        self.__dict__[key][index] = seq
+        self.__dict__[key][index] = arr
 
     def replace_empty_batches_by_none(self) -> None:
         """Replace every empty sub-Batch (recursively) by ``None``, in place."""
@@ -541,8 +488,13 @@ class Batch:
         return has_null(self)
 
     def dropnull(self) -> Self:
-        """Return the rows in which no leaf holds None or NaN."""
-        return self[~null_rows(self)]
+        """Return the rows in which no leaf holds None or NaN.
+
+        The rows are ``range(len(self))``; the kept ones are selected by their integer positions,
+        so leaves longer than the Batch (``len`` is the shortest leaf) are cut to those rows.
+        A leaf that is None as a whole is null in every row.
+        """
+        return self[np.flatnonzero(~null_rows(self))]
 
     # -- joining --------------------------------------------------------------------------------
 
@@ -618,32 +570,32 @@ class Batch:
 
     # -- arithmetic -----------------------------------------------------------------------------
 
-    def __iadd__(self, other: Any) -> Self:
+    def __iadd__(self, other: _Operand) -> Self:
         return arithmetic(self, other, operator.iadd, inplace=True)
 
-    def __add__(self, other: Any) -> Self:
+    def __add__(self, other: _Operand) -> Self:
         return arithmetic(self, other, operator.add, inplace=False)
 
     __radd__ = __add__
 
-    def __isub__(self, other: Any) -> Self:
+    def __isub__(self, other: _Operand) -> Self:
         return arithmetic(self, other, operator.isub, inplace=True)
 
-    def __sub__(self, other: Any) -> Self:
+    def __sub__(self, other: _Operand) -> Self:
         return arithmetic(self, other, operator.sub, inplace=False)
 
-    def __imul__(self, value: Any) -> Self:
+    def __imul__(self, value: _Operand) -> Self:
         return arithmetic(self, value, operator.imul, inplace=True)
 
-    def __mul__(self, value: Any) -> Self:
+    def __mul__(self, value: _Operand) -> Self:
         return arithmetic(self, value, operator.mul, inplace=False)
 
     __rmul__ = __mul__
 
-    def __itruediv__(self, value: Any) -> Self:
+    def __itruediv__(self, value: _Operand) -> Self:
         return arithmetic(self, value, operator.itruediv, inplace=True)
 
-    def __truediv__(self, value: Any) -> Self:
+    def __truediv__(self, value: _Operand) -> Self:
         return arithmetic(self, value, operator.truediv, inplace=False)
 
     def __neg__(self) -> Self:
@@ -718,13 +670,13 @@ def _leaf_len(key: str, value: Any) -> int:
         if not value.ndim:
             raise TypeError(_scalar_len_message(key, value))
         return int(value.shape[0])
-    if isinstance(value, Distribution) and len(value.batch_shape) > 0:
-        return int(value.batch_shape[0])
+    if isinstance(value, Distribution):
+        return get_len_of_dist(value)
     raise TypeError(_scalar_len_message(key, value))
 
 
 def _leaf_repr(value: Any) -> str:
-    if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in _NUMERIC_KINDS:
+    if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in NUMERIC_KINDS:
         return str(value)
     if isinstance(value, Batch):
         return repr(value)
@@ -739,9 +691,9 @@ from tianshou.data.batch_ops import (  # noqa: E402
     cat_into,
     create_value,
     dist_to_atleast_2d,
+    get_len_of_dist,
     get_sliced_dist,
     has_null,
-    leaf_to_torch,
     null_mask,
     null_rows,
     reset_at,
@@ -753,9 +705,12 @@ __all__ = [
     "Batch",
     "BatchProtocol",
     "IndexType",
+    "ProtocolCalledException",
     "TArr",
+    "TObsArr",
     "alloc_by_keys_diff",
     "create_value",
     "dist_to_atleast_2d",
+    "get_len_of_dist",
     "get_sliced_dist",
 ]

@@ -21,17 +21,18 @@ import numpy as np
 import torch
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
-from tianshou.data.batch import (
-    _NUMERIC_KINDS,
-    Batch,
-    _is_number,
-    _parse_value,
-    _to_array_with_correct_type,
+from tianshou.data._batch_values import (
+    NUMERIC_KINDS,
+    is_number,
+    parse_leaf,
+    to_array_with_correct_type,
 )
+from tianshou.data.batch import Batch
 from tianshou.data.types import BatchProtocol, IndexType
 
 Joiner = Callable[[list[Any]], Any]
 TDistribution = TypeVar("TDistribution", bound=Distribution)
+TBatch = TypeVar("TBatch", bound=Batch)
 _DATA = attrgetter("__dict__")
 
 # ---------------------------------------------------------------------------------------------
@@ -57,7 +58,7 @@ def create_value(inst: Any, size: int, stack: bool = True) -> Batch | np.ndarray
         shape = (size, *inst.shape) if stack else (size, *inst.shape[1:])
         if isinstance(inst, torch.Tensor):
             return torch.zeros(shape, dtype=inst.dtype, device=inst.device)
-        if inst.dtype.kind in _NUMERIC_KINDS:
+        if inst.dtype.kind in NUMERIC_KINDS:
             return np.zeros(shape, dtype=inst.dtype)
         return np.full(shape, None, dtype=object)
     if isinstance(inst, dict | Batch):
@@ -65,7 +66,7 @@ def create_value(inst: Any, size: int, stack: bool = True) -> Batch | np.ndarray
         for key, value in (inst.__dict__ if isinstance(inst, Batch) else inst).items():
             storage.__dict__[key] = create_value(value, size, stack)
         return storage
-    if _is_number(inst) or isinstance(inst, str | bytes):
+    if is_number(inst) or isinstance(inst, str | bytes):
         return create_value(np.asarray(inst), size, stack)
     return np.full(size, None, dtype=object)
 
@@ -116,6 +117,19 @@ def get_sliced_dist(dist: TDistribution, index: IndexType) -> TDistribution:
     return result  # type: ignore[return-value]
 
 
+def get_len_of_dist(dist: Distribution) -> int:
+    """The length of a distribution's first batch axis (its number of rows).
+
+    :raises TypeError: if the distribution has no batch axis (a single, unbatched distribution).
+    """
+    if not dist.batch_shape:
+        raise TypeError(
+            f"{type(dist).__name__} distribution with batch_shape {tuple(dist.batch_shape)} has "
+            "no length; only batched distributions have rows"
+        )
+    return int(dist.batch_shape[0])
+
+
 def dist_to_atleast_2d(dist: TDistribution) -> TDistribution:
     """Give a distribution without batch axes a batch axis of length one (for recurrent nets)."""
     if len(dist.batch_shape) > 0:
@@ -156,7 +170,7 @@ def _rebuild_dist(dist: Distribution, transform: Callable[[torch.Tensor], torch.
 # leaf updates used by Batch methods
 
 
-def reset_at(value: Any, index: Any) -> None:
+def reset_at(value: Any, index: IndexType | None) -> None:
     """Set ``value[index]`` to zero (numeric) or None (object), recursing into Batches."""
     if isinstance(value, Batch):
         data = value.__dict__
@@ -164,23 +178,11 @@ def reset_at(value: Any, index: Any) -> None:
             if isinstance(leaf, np.ndarray | torch.Tensor | Batch):
                 reset_at(leaf, index)
             elif leaf is not None:
-                data[key] = None if not _is_number(leaf) else type(leaf)(0)
+                data[key] = None if not is_number(leaf) else type(leaf)(0)
     elif isinstance(value, torch.Tensor):
         value[index] = 0
     elif isinstance(value, np.ndarray):
-        value[index] = 0 if value.dtype.kind in _NUMERIC_KINDS else None
-
-
-def leaf_to_torch(value: Any, dtype: torch.dtype | None, device: torch.device) -> Any:
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in _NUMERIC_KINDS:
-            return value
-        value = torch.from_numpy(value)
-    elif _is_number(value):
-        value = torch.from_numpy(np.asanyarray(value))
-    elif not isinstance(value, torch.Tensor):
-        return value
-    return value.to(device=device, dtype=dtype)
+        value[index] = 0 if value.dtype.kind in NUMERIC_KINDS else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +406,7 @@ def _cat_shared(key: str, values: list[Any], lens: list[int]) -> Any:
     try:
         if all(isinstance(value, torch.Tensor) for value in values):
             return torch.cat(values)
-        return _to_array_with_correct_type(np.concatenate(values))
+        return to_array_with_correct_type(np.concatenate(values))
     except (ValueError, RuntimeError) as error:
         raise ValueError(f"Batch.cat cannot concatenate key {key!r}: {error}") from error
 
@@ -443,7 +445,7 @@ def _stack_shared(key: str, values: list[Any], axis: int) -> Any:
         except RuntimeError as error:
             raise ValueError(f"Batch.stack cannot stack key {key!r}: {error}") from error
     try:
-        return _to_array_with_correct_type(np.stack(values, axis))
+        return to_array_with_correct_type(np.stack(values, axis))
     except ValueError:
         warnings.warn(
             f"Batch.stack: values of key {key!r} have different shapes; storing them as an "
@@ -540,14 +542,14 @@ def _objects_equal(left: Any, right: Any) -> bool:
 # null values
 
 
-def null_mask(value: Any) -> Any:
+def null_mask(value: Any) -> np.ndarray | torch.Tensor:
     """Element-wise mask of a leaf: True where it is None or NaN (the whole leaf if scalar)."""
     if isinstance(value, torch.Tensor):
         return torch.isnan(value)
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fc":
-            return np.isnan(value)
-        if value.dtype.kind in _NUMERIC_KINDS:
+            return np.asarray(np.isnan(value))
+        if value.dtype.kind in NUMERIC_KINDS:
             return np.zeros(value.shape, dtype=bool)
         return np.frompyfunc(_is_null_object, 1, 1)(value).astype(bool)
     return np.asarray(_is_null_object(value))
@@ -588,14 +590,17 @@ def _mark_null_rows(batch: Batch, rows: np.ndarray) -> None:
                 mask = mask.cpu().numpy()
             if mask.ndim == 0:
                 continue
-            rows |= mask.reshape(mask.shape[0], -1).any(axis=1)[: len(rows)]
+            row_has_null = np.asarray(mask.reshape(mask.shape[0], -1).any(axis=1))
+            rows |= row_has_null[: len(rows)]
 
 
 # ---------------------------------------------------------------------------------------------
 # arithmetic
 
 
-def arithmetic(batch: Any, other: Any, op: Callable[[Any, Any], Any], inplace: bool) -> Any:
+def arithmetic(
+    batch: TBatch, other: object, op: Callable[[Any, Any], Any], inplace: bool
+) -> TBatch:
     """Apply the binary operator ``op`` leaf-wise with a number or a Batch with the same keys.
 
     ``None`` leaves and empty sub-Batches are carried over untouched. With ``inplace`` the
@@ -609,7 +614,7 @@ def arithmetic(batch: Any, other: Any, op: Callable[[Any, Any], Any], inplace: b
                 f"{list(other.__dict__)}"
             )
         operands = other.__dict__
-    elif _is_number(other):
+    elif is_number(other):
         operands = None
     else:
         raise TypeError(
@@ -623,5 +628,5 @@ def arithmetic(batch: Any, other: Any, op: Callable[[Any, Any], Any], inplace: b
             out[key] = value if inplace or value is None else Batch()
             continue
         result = op(value, other if operands is None else operands[key])
-        out[key] = result if inplace else _parse_value(result)
+        out[key] = result if inplace or isinstance(result, Batch) else parse_leaf(result)
     return target

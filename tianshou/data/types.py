@@ -11,16 +11,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, KeysView, Sequence
 from types import EllipsisType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
 import torch
+from torch.distributions import Distribution
 
 IndexType = slice | int | np.ndarray | list[int] | torch.Tensor | EllipsisType | tuple[Any, ...]
 """What ``Batch.__getitem__`` accepts besides a key: anything numpy/torch accept as an index."""
 
 TArr = torch.Tensor | np.ndarray
 """A leaf array: numpy or torch."""
+
+TObsArr = TArr
+"""An observation array (one row per env or transition): numpy or torch."""
+
+TNestedDictValue = np.ndarray | dict[str, "TNestedDictValue"]
+"""A value of a nested dict of arrays, e.g. the ``obs`` a gymnasium ``Dict`` space returns."""
+
+TBatch = TypeVar("TBatch", bound="BatchProtocol")
+
+
+class ProtocolCalledException(Exception):
+    """Raised when a method of a Protocol (not of a class implementing it) is called.
+
+    The static methods of :class:`BatchProtocol` are declared with a body so that type checkers
+    know them; calling them on the Protocol instead of on :class:`~tianshou.data.Batch` is a bug.
+    """
 
 
 @runtime_checkable
@@ -74,7 +91,7 @@ class BatchProtocol(Protocol):
 
     def is_empty(self, recurse: bool = False) -> bool: ...
 
-    def to_dict(self, recursive: bool = True) -> dict[str, Any]: ...
+    def to_dict(self, recurse: bool = True, /) -> dict[str, Any]: ...
 
     def to_list_of_dicts(self) -> list[dict[str, Any]]: ...
 
@@ -92,9 +109,21 @@ class BatchProtocol(Protocol):
 
     def cat_(self, batches: BatchProtocol | Sequence[dict | BatchProtocol]) -> None: ...
 
+    @staticmethod
+    def cat(batches: Sequence[dict | TBatch]) -> TBatch:
+        raise ProtocolCalledException
+
     def stack_(self, batches: Sequence[dict | BatchProtocol], axis: int = 0) -> None: ...
 
+    @staticmethod
+    def stack(batches: Sequence[dict | TBatch], axis: int = 0) -> TBatch:
+        raise ProtocolCalledException
+
     def empty_(self, index: IndexType | None = None) -> Self: ...
+
+    @staticmethod
+    def empty(batch: TBatch, index: IndexType | None = None) -> TBatch:
+        raise ProtocolCalledException
 
     def split(
         self, size: int, shuffle: bool = True, merge_last: bool = False
@@ -121,6 +150,10 @@ class BatchProtocol(Protocol):
     def dropnull(self) -> Self: ...
 
     def replace_empty_batches_by_none(self) -> None: ...
+
+
+TObs = TArr | BatchProtocol
+"""An observation: an array, or a Batch of arrays for dict observation spaces."""
 
 
 class ObsBatchProtocol(BatchProtocol, Protocol):
@@ -215,9 +248,37 @@ class QuantileRegressionBatchProtocol(ModelOutputBatchProtocol, Protocol):
     taus: torch.Tensor
 
 
-class ImitationBatchProtocol(ActBatchProtocol, Protocol):
+class ImitationBatchProtocol(ModelOutputBatchProtocol, Protocol):
     """Output of an imitation policy: action values and the imitation logits."""
 
-    state: dict | BatchProtocol | np.ndarray | None
     q_value: torch.Tensor
     imitation_logits: torch.Tensor
+
+
+class CollectActionBatchProtocol(Protocol):
+    """What a collector computes for the R ready envs of one step, before stepping them.
+
+    Every field has R rows (``dist`` has batch size R).
+    """
+
+    act: TArr
+    """The actions as the policy returned them (stored in the buffer)."""
+    act_normalized: TArr
+    """The actions mapped to the env's action space (sent to the env)."""
+    policy_entry: BatchProtocol
+    """The policy's ``policy`` sub-batch, stored in the buffer under ``policy``."""
+    dist: Distribution | None
+    """The policy's action distribution, if it has one (used for statistics, not stored)."""
+    hidden_state: TArr | dict | BatchProtocol | None
+    """The recurrent state the policy returned, None for feed-forward policies."""
+
+
+class CollectStepBatchProtocol(RolloutBatchProtocol, Protocol):
+    """The R transitions of one collector step (R: the number of ready envs)."""
+
+    policy: BatchProtocol
+    dist: Distribution | None
+
+
+class EpisodeBatchProtocol(RolloutBatchProtocol, Protocol):
+    """The transitions of one finished episode, read back from the buffer when it ends."""
