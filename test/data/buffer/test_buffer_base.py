@@ -724,3 +724,113 @@ def test_add_accepts_a_plain_dict_and_published_style_episode_loop() -> None:
         assert buf.act.dtype == np.int64 and buf.act.shape == (20, 1)
         data, indices = buf.sample(40)
         assert (indices < len(buf)).all() and (data.obs < 10).all()
+
+
+# ---------------------------------------------------------------------------------- flag inputs
+def flag_step(**flags: Any) -> Batch:
+    return Batch(obs=1, act=0, rew=1.0, **{"terminated": False, "truncated": False, **flags})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1.0, np.float32(0.0), np.int8(1), 0, np.array(1.0), np.uint8(0), np.array([1.0])],
+)
+@pytest.mark.parametrize("flag", ["terminated", "truncated", "done"])
+def test_numeric_zero_one_flags_are_stored_as_bool(flag: str, value: Any) -> None:
+    buf = ReplayBuffer(3)
+    buf.add(flag_step(**{flag: value}))
+    stored = buf._meta[flag if flag != "done" else "terminated"]
+    assert stored.dtype == bool
+    if flag != "done":  # done is always recomputed from terminated and truncated
+        assert bool(buf[0][flag]) == bool(np.asarray(value).reshape(-1)[0])
+        assert bool(buf[0].done) == bool(np.asarray(value).reshape(-1)[0])
+
+
+def test_numeric_flags_of_a_stacked_batch() -> None:
+    buf = ReplayBuffer(4)
+    for terminated in (np.array([0.0, 1.0]), np.array([1, 0], dtype=np.int16)):
+        buf.add(
+            Batch(
+                obs=np.zeros(2),
+                act=np.zeros(2),
+                rew=np.zeros(2),
+                terminated=terminated,
+                truncated=np.zeros(2),
+            ),
+            buffer_ids=[0, 0],
+        )
+    assert buf.terminated.dtype == bool and buf.terminated.tolist() == [False, True, True, False]
+
+
+@pytest.mark.parametrize("value", ["False", "True", 2, -1.0, 0.5, np.array([0.0, 3.0])])
+@pytest.mark.parametrize("flag", ["terminated", "truncated", "done"])
+def test_non_boolean_flags_are_refused(flag: str, value: Any) -> None:
+    buf = ReplayBuffer(3)
+    stacked = isinstance(value, np.ndarray)
+    batch = flag_step(**{flag: value})
+    if stacked:
+        columns = {key: np.zeros(2) for key in ("obs", "act", "rew", "terminated", "truncated")}
+        batch = Batch({**columns, flag: value})
+    with pytest.raises(ValueError, match=rf"'{flag}' must hold booleans or the numbers 0 and 1"):
+        buf.add(batch, buffer_ids=[0, 0] if stacked else None)
+    assert len(buf) == 0
+
+
+def test_from_data_refuses_string_flags() -> None:
+    columns = [np.zeros(2)] * 3
+    with pytest.raises(ValueError, match="'terminated'"):
+        ReplayBuffer.from_data(*columns, np.array(["False", "True"]), *[np.zeros(2)] * 3)
+    buf = ReplayBuffer.from_data(*columns, np.array([0.0, 1.0]), *[np.zeros(2)] * 3)
+    assert buf.terminated.tolist() == [False, True]
+
+
+# ---------------------------------------------------------------------------------- numpy view
+def test_np_array_of_an_empty_buffer_holds_the_buffer() -> None:
+    """As published: reading an empty buffer raises KeyError (not IndexError), so numpy keeps
+    the buffer as one object instead of treating it as an empty sequence."""
+    buf = ReplayBuffer(5)
+    arr = np.array([buf])
+    assert arr.shape == (1,) and arr.dtype == object and arr[0] is buf
+    with pytest.raises(KeyError, match="holds no data"):
+        buf[0]
+    assert len(buf[:]) == 0 and len(buf[np.array([], dtype=np.int64)]) == 0
+
+
+# ---------------------------------------------------------------------------------- frame stacking
+def published_obs_next(buf: ReplayBuffer, index: Any) -> Any:
+    """obs_next of a buffer with ignore_obs_next, computed as the published library does: the
+    stacked obs at next(index), built by walking prev() from there."""
+    indices = buf.next(index)
+    frames: list[Any] = []
+    for _ in range(buf.stack_num):
+        frames.insert(0, buf._meta.obs[indices])
+        indices = buf.prev(indices)
+    if isinstance(frames[0], Batch):
+        return Batch.stack(frames, axis=np.ndim(indices))
+    return np.stack(frames, axis=np.ndim(indices))
+
+
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_stacked_obs_next_without_stored_obs_next_matches_published(dict_obs: bool) -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(40):
+        size, stack_num = int(rng.integers(1, 8)), int(rng.integers(2, 5))
+        buf = ReplayBuffer(size, stack_num=stack_num, ignore_obs_next=True)
+        for i in range(int(rng.integers(1, 20))):
+            obs = {"x": np.array([i, -i])} if dict_obs else np.array([i, -i])
+            buf.add(
+                Batch(
+                    obs=obs,
+                    act=i,
+                    rew=1.0,
+                    terminated=bool(rng.random() < 0.3),
+                    truncated=False,
+                    obs_next=obs,
+                ),
+            )
+        index = rng.integers(0, len(buf), 5)
+        for idx in (index, int(index[0])):
+            ours, expected = buf[idx].obs_next, published_obs_next(buf, idx)
+            if dict_obs:
+                ours, expected = ours.x, expected.x
+            assert ours.shape == expected.shape and np.array_equal(ours, expected)

@@ -70,10 +70,12 @@ def test_buffer_ids_name_environments() -> None:
     buf = CachedReplayBuffer(ReplayBuffer(6), 3, 3)
     rows, *_ = buf.add(steps([7], [False]), buffer_ids=[2])
     assert np.array_equal(rows, [12])
-    for bad in ([3], [-1]):
+    for bad in ([3], [-1], [1.0], np.array([0.7])):
         with pytest.raises(ValueError, match="buffer_ids"):
             buf.add(steps([8], [False]), buffer_ids=bad)
     assert len(buf) == 1
+    rows, *_ = buf.add(steps([8], [False]), buffer_ids=np.array([1], dtype=np.uint8))
+    assert np.array_equal(rows, [9])
 
 
 def test_long_episode_keeps_its_last_steps() -> None:

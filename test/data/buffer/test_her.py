@@ -257,7 +257,7 @@ def test_originals_restored_before_writes_and_saves(action: str, tmp_path: Path)
         assert copy.future_p == 1.0 and copy.horizon == 30
     else:
         buf.save_hdf5(str(tmp_path / "her.hdf5"))
-        copy = HERReplayBuffer.load_hdf5(str(tmp_path / "her.hdf5"))
+        copy = HERReplayBuffer.load_hdf5(str(tmp_path / "her.hdf5"), allow_pickle=True)
         assert_same(snapshot(copy), original)
     assert_same(snapshot(buf), original)
 

@@ -288,3 +288,21 @@ def test_state_pickled_with_published_layout() -> None:
     assert np.array_equal(buf.sample_indices(0), [0, 1, 3, 2])
     assert buf.buffers[1]._ep_len == 5 and np.shares_memory(buf.buffers[1].obs, buf.obs)
     assert len(buf.sample_indices(None)) == 4
+
+
+def test_float_buffer_ids_are_refused() -> None:
+    buf = ReplayBufferManager([ReplayBuffer(3), ReplayBuffer(3)])
+    batch = Batch(
+        obs=np.zeros(2),
+        act=np.zeros(2),
+        rew=np.zeros(2),
+        terminated=np.zeros(2, bool),
+        truncated=np.zeros(2, bool),
+    )
+    for ids in (np.array([0.0, 1.0]), [0.5, 1.0], np.array([True, False])):
+        with pytest.raises(ValueError, match="buffer_ids must be integers"):
+            buf.add(batch, buffer_ids=ids)
+    assert len(buf) == 0
+    for dtype in (np.int8, np.uint16, np.int32, np.uint64):
+        buf.add(batch, buffer_ids=np.array([1, 0], dtype=dtype))
+    assert buf._lengths.tolist() == [3, 3]

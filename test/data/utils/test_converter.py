@@ -108,6 +108,24 @@ def test_to_torch_rejects_values_without_tensor_form(value: object) -> None:
         to_torch(value)
 
 
+def test_to_torch_of_numpy_scalar_leaves_with_dtype() -> None:
+    row = Batch(f=np.array([1.5, 2.5]), i=np.array([3, 4]), b=np.array([True, False]))[0]
+    assert type(row.f) is np.float64 and type(row.i) is np.int64  # indexing gives numpy scalars
+    for source in (
+        row,
+        Batch(f=np.float64(1.5), i=np.int64(3), b=np.bool_(True)),
+        {"f": np.float64(1.5), "i": np.int64(3), "b": np.bool_(True)},
+    ):
+        converted = to_torch(source, dtype=torch.float32)
+        for key, expected in (("f", 1.5), ("i", 3.0), ("b", 1.0)):
+            leaf = converted[key]
+            assert isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float32
+            assert leaf.shape == () and leaf.item() == expected
+    assert to_torch(np.int64(7), dtype=torch.float64).dtype == torch.float64
+    assert to_torch([{"a": 1}, {"a": 2}], dtype=torch.float32).a.tolist() == [1.0, 2.0]
+    assert to_numpy([{"a": 1}, {"a": 2}]).a.tolist() == [1, 2]
+
+
 def test_to_torch_as() -> None:
     reference = torch.zeros(1, dtype=torch.float16)
     converted = to_torch_as(np.arange(3), reference)
@@ -126,7 +144,7 @@ def write_and_read(tmp_path: Path, data: dict, **kwargs: object) -> object:
     with h5py.File(path, "w") as f:
         to_hdf5(data, f, **kwargs)  # type: ignore[arg-type]
     with h5py.File(path, "r") as f:
-        return from_hdf5(f)
+        return from_hdf5(f, allow_pickle=True)
 
 
 def test_hdf5_round_trip(tmp_path: Path) -> None:
@@ -193,7 +211,7 @@ def test_hdf5_corrupt_pickle_is_rejected(tmp_path: Path) -> None:
         f.create_dataset("obj", data=np.frombuffer(b"not a pickle", dtype=np.byte))
         f["obj"].attrs["__data_type__"] = "pickled_ndarray"
     with h5py.File(path, "r") as f, pytest.raises(ValueError, match="corrupt"):
-        from_hdf5(f)
+        from_hdf5(f, allow_pickle=True)
 
 
 def test_hdf5_unknown_group_type_is_rejected(tmp_path: Path) -> None:
@@ -213,3 +231,38 @@ def test_hdf5_pickled_payload_matches_pickle(tmp_path: Path) -> None:
         payload = f["obj/o"][()]
         assert f["obj/o"].attrs["__data_type__"] == "pickled_ndarray"
         assert pickle.loads(payload.tobytes())[0] == value
+
+
+def test_hdf5_refuses_pickles_unless_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "objects.hdf5"
+    with h5py.File(path, "w") as f:
+        to_hdf5({"obj": {1, 2}, "arr": np.array(["a", None], dtype=object)}, f)
+    with h5py.File(path, "r") as f:
+        with pytest.raises(ValueError, match=r"'/arr'.*allow_pickle=True"):
+            from_hdf5(f)
+        assert from_hdf5(f, allow_pickle=True)["obj"] == {1, 2}
+
+
+def test_hdf5_strings_none_and_placeholders_need_no_pickle(tmp_path: Path) -> None:
+    data = {"s": "text", "n": None, "flag": True, "holes": np.full((2, 3), None, dtype=object)}
+    path = tmp_path / "plain.hdf5"
+    with h5py.File(path, "w") as f:
+        to_hdf5(data, f)
+    with h5py.File(path, "r") as f:
+        restored = from_hdf5(f)
+    assert restored["s"] == "text" and restored["n"] is None and restored["flag"] is True
+    assert restored["holes"].shape == (2, 3) and restored["holes"].dtype == object
+    assert all(v is None for v in restored["holes"].flat)
+
+
+def test_hdf5_checksum_detects_flipped_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "checked.hdf5"
+    with h5py.File(path, "w") as f:
+        to_hdf5({"a": np.arange(64, dtype=np.float64)}, f)
+        assert f["a"].fletcher32
+        chunk = f["a"].id.get_chunk_info(0)
+    raw = bytearray(path.read_bytes())
+    raw[chunk.byte_offset + 17] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with h5py.File(path, "r") as f, pytest.raises(OSError, match=r"'/a'.*corrupted"):
+        from_hdf5(f)

@@ -1,5 +1,9 @@
 """Counter attributes, pickling and HDF5 persistence for the replay buffers.
 
+Pickling a buffer stores everything, including callables, and unpickling runs code from the
+pickle: load pickled buffers only from trusted sources. HDF5 files (:mod:`._hdf5`) are read as
+data and unpickle nothing unless the caller allows it.
+
 The counters of every buffer live in the int64 matrix ``_istate`` and the float matrix
 ``_ep_ret`` (column 0 for a plain buffer or a sub-buffer's view of its manager's column). The
 properties below give them the names the published library uses as plain attributes
@@ -24,6 +28,13 @@ class MalformedBufferError(RuntimeError, ValueError):
     """A buffer's stored state, or a file meant to hold one, is inconsistent or unreadable.
 
     It is a ``ValueError`` too, so code that catches bad-input errors catches it.
+    """
+
+
+class BufferFileError(MalformedBufferError, OSError):
+    """A replay buffer file cannot be loaded: unreadable, corrupted, of another buffer class,
+    inconsistent, or holding pickles while unpickling was not allowed. The message names the
+    file; it is an ``OSError`` as well as a :class:`MalformedBufferError` (a ``ValueError``).
     """
 
 
@@ -133,48 +144,58 @@ class BufferStateMixin:
         self.__dict__.update(state)
         self._set_storage(meta)
 
+    def _check_state(self) -> None:
+        """Check that counters, offsets and storage fit together (run after loading a file).
+
+        :raises MalformedBufferError: naming the first inconsistent field.
+        """
+        from tianshou.data.buffer._hdf5 import check_layout
+
+        check_layout(self)  # type: ignore[arg-type]
+
     def save_hdf5(self, path: str, compression: str | None = None) -> None:
-        """Write the whole buffer (data, counters, options) to an HDF5 file at ``path``."""
-        import h5py
+        """Write the whole buffer (data, counters, options, random generator) to an HDF5 file.
 
-        from tianshou.data.utils.converter import to_hdf5
+        Numeric data and the buffer's own metadata are stored as plain HDF5 datasets and
+        attributes with checksums; object arrays (e.g. strings in ``info``) and callables are
+        pickled, and loading such a file then needs ``allow_pickle=True``.
 
-        config = h5py.get_config()
-        track_order, config.track_order = config.track_order, True  # keep the key order on load
-        try:
-            with h5py.File(path, "w") as f:
-                to_hdf5(self.__getstate__(), f, compression=compression)
-        finally:
-            config.track_order = track_order
+        :param path: file to create (overwritten if it exists).
+        :param compression: HDF5 filter for the data arrays, e.g. ``"gzip"`` or ``"lzf"``.
+        """
+        from tianshou.data.buffer._hdf5 import save_buffer
+
+        save_buffer(self, path, compression)  # type: ignore[arg-type]
 
     @classmethod
-    def load_hdf5(cls, path: str, device: str | None = None) -> Self:
-        """Load a buffer written by :meth:`save_hdf5`; tensors are moved to ``device``.
+    def load_hdf5(
+        cls,
+        path: str,
+        device: str | None = None,
+        *,
+        allow_pickle: bool = False,
+    ) -> Self:
+        """Load a buffer written by :meth:`save_hdf5` (or by the published library).
 
-        :raises OSError: if ``path`` cannot be opened as an HDF5 file.
-        :raises MalformedBufferError: if the file does not hold a replay buffer.
+        Unlike pickle files of buffers, which run code by design and must only be loaded from
+        trusted sources, an HDF5 file is read as data: nothing is unpickled unless
+        ``allow_pickle`` is True. Its checksums, the buffer class it names and the consistency of
+        its counters are checked.
+
+        :param path: the HDF5 file.
+        :param device: device for stored tensors (default: CPU).
+        :param allow_pickle: also unpickle what the file holds as pickles (object arrays,
+            callables such as HER's reward function, and the whole metadata of files in the
+            published layout). Unpickling runs code chosen by whoever wrote the file: pass True
+            only for files you trust.
+        :raises BufferFileError: (an ``OSError`` and a :class:`MalformedBufferError`) naming
+            ``path`` if the file cannot be opened, is corrupted or truncated, holds another
+            buffer class, needs unpickling while ``allow_pickle`` is False, or holds counters or
+            arrays that do not fit the buffer's size.
         """
-        import h5py
+        from tianshou.data.buffer._hdf5 import load_buffer
 
-        from tianshou.data.utils.converter import from_hdf5
-
-        try:
-            f = h5py.File(path, "r")
-        except OSError as err:
-            raise OSError(f"cannot open {path!r} as an HDF5 replay buffer file: {err}") from err
-        with f:
-            try:
-                state = from_hdf5(f, device=device)
-            except Exception as err:
-                raise MalformedBufferError(
-                    f"cannot read a replay buffer from {path!r}: {err}"
-                ) from err
-        buf = cls.__new__(cls)
-        try:
-            buf.__setstate__(state)
-        except MalformedBufferError as err:
-            raise MalformedBufferError(f"{path!r} does not hold a replay buffer: {err}") from err
-        return buf
+        return load_buffer(cls, path, device, allow_pickle)  # type: ignore[type-var]
 
 
 def _upgrade_legacy(state: dict[str, Any]) -> None:

@@ -148,6 +148,32 @@ def to_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+def as_flags(value: Any, key: str) -> np.ndarray:
+    """``value`` as a bool array: bools pass, numbers must be 0 or 1 (``1.0``, ``np.int8(0)``).
+
+    Strings are refused rather than converted: ``bool("False")`` is True.
+
+    :raises ValueError: naming ``key`` for any other value.
+    """
+    array = to_numpy(value)
+    if array.dtype == object:
+        array = np.asarray(array.tolist())  # e.g. Python bools collected in an object array
+    if array.dtype == np.bool_:
+        return array
+    if array.dtype.kind in "iuf":
+        valid = (array == 0) | (array == 1)
+        if valid.all():
+            return array.astype(bool)
+        bad = array[~valid].reshape(-1)[0]
+        raise ValueError(
+            f"key '{key}' must hold booleans or the numbers 0 and 1, got {bad!r}",
+        )
+    raise ValueError(
+        f"key '{key}' must hold booleans or the numbers 0 and 1, got {array.dtype} values "
+        f"such as {array.reshape(-1)[:1].tolist()}; convert them (strings are not parsed)",
+    )
+
+
 def prepare_input(
     data: dict[str, Any],
     n: int | None,
@@ -164,8 +190,12 @@ def prepare_input(
             )
     data = dict(data)
     flag_shape = () if n is None else (n,)
+    if data.get("done") is not None:
+        as_flags(data["done"], "done")  # recomputed below; checked so that typos surface
     for flag in ("terminated", "truncated"):
         value = to_numpy(data[flag])
+        if value.dtype != np.bool_:
+            value = as_flags(value, flag)
         if value.shape != flag_shape and value.size == max(n or 1, 1):
             value = value.reshape(flag_shape)  # tolerate extra singleton axes, e.g. (n, 1)
         data[flag] = value

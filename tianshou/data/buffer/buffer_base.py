@@ -22,13 +22,15 @@ storage's key structure changes.
 from typing import Any, Self, cast
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from tianshou.data.batch import Batch, alloc_by_keys_diff, create_value
 from tianshou.data.buffer import _kernels as K
-from tianshou.data.buffer._state import BufferStateMixin, MalformedBufferError
+from tianshou.data.buffer._state import BufferFileError, BufferStateMixin, MalformedBufferError
 from tianshou.data.buffer._storage import (
     StorageIndex,
+    as_flags,
     coerce,
     fill,
     flatten_input,
@@ -39,6 +41,7 @@ from tianshou.data.buffer._storage import (
     to_numpy,
     write,
 )
+from tianshou.data.types import IndexType
 
 RESERVED_KEYS = (
     "obs",
@@ -52,7 +55,10 @@ RESERVED_KEYS = (
     "policy",
 )
 INPUT_KEYS = ("obs", "act", "rew", "terminated", "truncated", "obs_next", "info", "policy")
-__all__ = ["MalformedBufferError", "ReplayBuffer"]
+__all__ = ["BufferFileError", "MalformedBufferError", "ReplayBuffer"]
+
+DataColumn = npt.ArrayLike | torch.Tensor | Batch | dict[str, Any]
+"""One column for :meth:`ReplayBuffer.from_data`: anything array-like, e.g. an h5py dataset."""
 
 _PLAIN_OUTPUT_KEYS = ("act", "rew", "terminated", "truncated", "done")
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
@@ -217,9 +223,7 @@ class ReplayBuffer(BufferStateMixin):
         if buffer_ids is None:
             ids, n = self._default_buffer_ids()
         else:
-            ids = np.asarray(buffer_ids, dtype=np.int64)
-            if ids.ndim != 1:
-                raise ValueError(f"buffer_ids must be one-dimensional, got shape {ids.shape}")
+            ids = as_buffer_ids(buffer_ids)
             n = len(ids)
         data, rew, done = prepare_input(
             batch.__dict__, n, self._save_only_last_obs, self._save_obs_next
@@ -488,7 +492,7 @@ class ReplayBuffer(BufferStateMixin):
 
     def get(
         self,
-        index: Any,
+        index: IndexType,
         key: str,
         default_value: Any = None,
         stack_num: int | None = None,
@@ -514,7 +518,7 @@ class ReplayBuffer(BufferStateMixin):
             chain.append(np.asarray(self.prev(chain[-1])))
         return np.stack(chain[::-1], axis=-1)
 
-    def __getitem__(self, index: Any) -> Batch:
+    def __getitem__(self, index: IndexType) -> Batch:
         """Transitions at ``index`` (int, slice, int array or mask) with the reserved keys, extra
         keys, frame-stacked ``obs``/``obs_next``. ``buf[:]`` lists every stored transition in
         chronological order; other slices select rows ``range(len(buf))[index]``."""
@@ -529,7 +533,9 @@ class ReplayBuffer(BufferStateMixin):
         if not meta:
             if np.size(index) == 0:
                 return Batch()
-            raise IndexError(f"{type(self).__name__} holds no data yet")
+            # a KeyError, as in the published library: an IndexError would make numpy treat the
+            # buffer as an empty sequence (np.array([buffer]) would lose the buffer)
+            raise KeyError(f"{type(self).__name__} holds no data yet: no key 'obs' is stored")
         stacked = self._stack_rows(index, self.stack_num) if self.stack_num > 1 else index
         out: dict[str, Any] = {"obs": gather(meta["obs"], stacked) if "obs" in meta else Batch()}
         for key in _PLAIN_OUTPUT_KEYS:
@@ -576,7 +582,7 @@ class ReplayBuffer(BufferStateMixin):
         self,
         seq: np.ndarray,
         key: str,
-        index: Any = None,
+        index: IndexType | None = None,
         default_value: float | None = None,
     ) -> None:
         """Write ``seq`` into stored field ``key`` at ``index`` (all rows when None), creating the
@@ -587,19 +593,19 @@ class ReplayBuffer(BufferStateMixin):
     @classmethod
     def from_data(
         cls,
-        obs: Any,
-        act: Any,
-        rew: Any,
-        terminated: Any,
-        truncated: Any,
-        done: Any,
-        obs_next: Any,
+        obs: DataColumn,
+        act: DataColumn,
+        rew: DataColumn,
+        terminated: DataColumn,
+        truncated: DataColumn,
+        done: DataColumn,
+        obs_next: DataColumn,
     ) -> Self:
         """A full buffer holding the given columns (arrays or h5py datasets, read into memory).
 
         :raises ValueError: if the columns differ in length.
         """
-        columns = {
+        given = {
             "obs": obs,
             "act": act,
             "rew": rew,
@@ -608,9 +614,12 @@ class ReplayBuffer(BufferStateMixin):
             "done": done,
             "obs_next": obs_next,
         }
-        for name, col in columns.items():
-            if not isinstance(col, dict | Batch | np.ndarray | torch.Tensor):
-                columns[name] = np.asarray(col)
+        columns: dict[str, dict | Batch | np.ndarray | torch.Tensor] = {
+            name: col
+            if isinstance(col, dict | Batch | np.ndarray | torch.Tensor)
+            else np.asarray(col)
+            for name, col in given.items()
+        }
         lengths = {name: len(col) for name, col in columns.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"from_data needs columns of equal length, got {lengths}")
@@ -619,11 +628,30 @@ class ReplayBuffer(BufferStateMixin):
         if size == 0:
             return buf
         for flag in ("terminated", "truncated", "done"):
-            columns[flag] = np.asarray(to_numpy(columns[flag]), dtype=bool)
+            columns[flag] = as_flags(columns[flag], flag)
         buf.set_batch(Batch(columns))
         buf._size = size
         buf.last_index[0] = size - 1
         return buf
+
+
+def as_buffer_ids(buffer_ids: np.ndarray | list[int]) -> np.ndarray:
+    """``buffer_ids`` as a 1-d int64 array; integers of any dtype are accepted.
+
+    :raises ValueError: for non-integer ids (floats would silently be truncated) or another shape.
+    """
+    ids = np.asarray(buffer_ids)
+    if ids.dtype != np.int64:
+        if ids.dtype.kind not in "iu" and ids.size:
+            raise ValueError(
+                f"buffer_ids must be integers, got dtype {ids.dtype} "
+                f"({ids.reshape(-1)[:4].tolist()}); pass sub-buffer indices such as "
+                f"np.arange(env_num)",
+            )
+        ids = ids.astype(np.int64)
+    if ids.ndim != 1:
+        raise ValueError(f"buffer_ids must be one-dimensional, got shape {ids.shape}")
+    return ids
 
 
 def _normalize_index(index: Any) -> Any:

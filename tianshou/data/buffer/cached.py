@@ -3,7 +3,7 @@
 import numpy as np
 
 from tianshou.data.batch import Batch
-from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.buffer.buffer_base import ReplayBuffer, as_buffer_ids
 from tianshou.data.buffer.manager import ReplayBufferManager
 
 
@@ -70,7 +70,7 @@ class CachedReplayBuffer(ReplayBufferManager):
         if buffer_ids is None:
             cache_ids = np.arange(1, 1 + self.cached_buffer_num)
         else:
-            ids = np.asarray(buffer_ids, dtype=np.int64)
+            ids = as_buffer_ids(buffer_ids)
             bad = (ids < 0) | (ids >= self.cached_buffer_num)
             if bad.any():
                 raise ValueError(

@@ -18,13 +18,80 @@ import numpy as np
 
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.types import IndexType
 
-__all__ = ["HERReplayBuffer"]
+__all__ = ["HERReplayBuffer", "RestoresOriginalsFirst"]
 
 _GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
 
-class HERReplayBuffer(ReplayBuffer):
+class RestoresOriginalsFirst(ReplayBuffer):
+    """Undo a pending relabelling before anything writes, saves or pickles the storage.
+
+    The one definition of this rule for :class:`HERReplayBuffer` and
+    :class:`~tianshou.data.HERReplayBufferManager`; each provides :meth:`_restore_cache`.
+    """
+
+    def _restore_cache(self) -> None:
+        """Write back the original goals and rewards replaced by the last relabelling."""
+        raise NotImplementedError
+
+    def add(
+        self,
+        batch: Batch,
+        buffer_ids: np.ndarray | list[int] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Restore the original goals, then store as :meth:`ReplayBuffer.add` does."""
+        self._restore_cache()
+        return super().add(batch, buffer_ids)
+
+    def update(self, buffer: ReplayBuffer) -> np.ndarray:
+        self._restore_cache()
+        return super().update(buffer)
+
+    def reset(self, keep_statistics: bool = False) -> None:
+        self._restore_cache()
+        super().reset(keep_statistics=keep_statistics)
+
+    def set_batch(self, batch: Batch) -> None:
+        self._restore_cache()
+        super().set_batch(batch)
+
+    def set_array_at_key(
+        self,
+        seq: np.ndarray,
+        key: str,
+        index: IndexType | None = None,
+        default_value: float | None = None,
+    ) -> None:
+        self._restore_cache()
+        super().set_array_at_key(seq, key, index, default_value)
+
+    def dropnull(self) -> None:
+        self._restore_cache()
+        super().dropnull()
+
+    def save_hdf5(self, path: str, compression: str | None = None) -> None:
+        """Restore the original goals, then save as :meth:`ReplayBuffer.save_hdf5` does (the
+        reward function is pickled: loading needs ``allow_pickle=True``)."""
+        self._restore_cache()
+        super().save_hdf5(path, compression)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the original (not relabelled) data: the relabelling is undone first."""
+        self._restore_cache()
+        return super().__getstate__()
+
+    def __getitem__(self, index: slice | IndexType) -> Batch:
+        """Stored transitions as :meth:`ReplayBuffer.__getitem__` returns them; ``buf[:]`` lists
+        every transition as currently stored without relabelling anything (unlike
+        ``sample_indices(0)``)."""
+        if isinstance(index, slice) and index == slice(None):
+            return self._rows_to_batch(super().sample_indices(0))
+        return super().__getitem__(index)
+
+
+class HERReplayBuffer(RestoresOriginalsFirst):
     """A replay buffer that relabels the goals of sampled episodes with goals achieved later.
 
     Observations must be dicts (Batches) with the keys ``observation``, ``achieved_goal`` and
@@ -84,51 +151,6 @@ class HERReplayBuffer(ReplayBuffer):
         self._altered_indices = np.zeros(0, dtype=np.int64)
         self._original_meta = Batch()
 
-    def add(
-        self,
-        batch: Batch,
-        buffer_ids: np.ndarray | list[int] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Restore the original goals, then store as :meth:`ReplayBuffer.add` does."""
-        self._restore_cache()
-        return super().add(batch, buffer_ids)
-
-    def update(self, buffer: ReplayBuffer) -> np.ndarray:
-        self._restore_cache()
-        return super().update(buffer)
-
-    def reset(self, keep_statistics: bool = False) -> None:
-        self._restore_cache()
-        super().reset(keep_statistics=keep_statistics)
-
-    def set_batch(self, batch: Batch) -> None:
-        self._restore_cache()
-        super().set_batch(batch)
-
-    def set_array_at_key(
-        self,
-        seq: np.ndarray,
-        key: str,
-        index: Any = None,
-        default_value: float | None = None,
-    ) -> None:
-        self._restore_cache()
-        super().set_array_at_key(seq, key, index, default_value)
-
-    def dropnull(self) -> None:
-        self._restore_cache()
-        super().dropnull()
-
-    def save_hdf5(self, path: str, compression: str | None = None) -> None:
-        """Restore the original goals, then save as :meth:`ReplayBuffer.save_hdf5` does."""
-        self._restore_cache()
-        super().save_hdf5(path, compression)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle the original (not relabelled) data: the relabelling is undone first."""
-        self._restore_cache()
-        return super().__getstate__()
-
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a pickled buffer. The published library pickles a pending relabelling
         (whole cached rows) instead of undoing it first; such a cache is written back here."""
@@ -149,14 +171,6 @@ class HERReplayBuffer(ReplayBuffer):
         indices = super().sample_indices(batch_size)
         self.rewrite_transitions(indices.copy())
         return indices
-
-    def __getitem__(self, index: Any) -> Batch:
-        """Stored transitions as :meth:`ReplayBuffer.__getitem__` returns them; ``buf[:]`` lists
-        every transition as currently stored without relabelling anything (unlike
-        ``sample_indices(0)``)."""
-        if isinstance(index, slice) and index == slice(None):
-            return self._rows_to_batch(super().sample_indices(0))
-        return super().__getitem__(index)
 
     def rewrite_transitions(self, indices: np.ndarray) -> None:
         """Relabel the episodes of the transitions at ``indices`` (rows of this buffer) in place,

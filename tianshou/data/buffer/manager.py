@@ -218,7 +218,7 @@ def _upgrade_legacy_manager(state: dict[str, Any], buffers: Any) -> None:
 
 # --- prioritized and hindsight variants ---
 
-from tianshou.data.buffer.her import HERReplayBuffer  # noqa: E402
+from tianshou.data.buffer.her import HERReplayBuffer, RestoresOriginalsFirst  # noqa: E402
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer  # noqa: E402
 
 
@@ -245,7 +245,7 @@ class PrioritizedReplayBufferManager(PrioritizedReplayBuffer, ReplayBufferManage
         self._init_priorities(options["alpha"], options["beta"], options["weight_norm"])
 
 
-class HERReplayBufferManager(ReplayBufferManager):
+class HERReplayBufferManager(RestoresOriginalsFirst, ReplayBufferManager):
     """Several :class:`~tianshou.data.HERReplayBuffer` sub-buffers in one storage. Sampling is
     uniform over all stored transitions; each sub-buffer then relabels the episodes of its sampled
     transitions in the shared storage, and every write, save or pickle restores the originals.
@@ -266,50 +266,6 @@ class HERReplayBufferManager(ReplayBufferManager):
         """Write back the original goals and rewards in every sub-buffer."""
         for buf in self.buffers:
             buf._restore_cache()
-
-    def add(
-        self,
-        batch: Batch,
-        buffer_ids: np.ndarray | list[int] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        self._restore_cache()
-        return super().add(batch, buffer_ids)
-
-    def reset(self, keep_statistics: bool = False) -> None:
-        self._restore_cache()
-        super().reset(keep_statistics=keep_statistics)
-
-    def set_batch(self, batch: Batch) -> None:
-        self._restore_cache()
-        super().set_batch(batch)
-
-    def set_array_at_key(
-        self,
-        seq: np.ndarray,
-        key: str,
-        index: Any = None,
-        default_value: float | None = None,
-    ) -> None:
-        self._restore_cache()
-        super().set_array_at_key(seq, key, index, default_value)
-
-    def dropnull(self) -> None:
-        self._restore_cache()
-        super().dropnull()
-
-    def save_hdf5(self, path: str, compression: str | None = None) -> None:
-        self._restore_cache()
-        super().save_hdf5(path, compression)
-
-    def __getstate__(self) -> dict[str, Any]:
-        self._restore_cache()
-        return super().__getstate__()
-
-    def __getitem__(self, index: Any) -> Batch:
-        """As :meth:`HERReplayBuffer.__getitem__`: ``buf[:]`` relabels nothing."""
-        if isinstance(index, slice) and index == slice(None):
-            return self._rows_to_batch(super().sample_indices(0))
-        return super().__getitem__(index)
 
     def sample_indices(self, batch_size: int | None) -> np.ndarray:
         """Draw indices as :meth:`ReplayBufferManager.sample_indices` does, then let each

@@ -15,7 +15,7 @@ import torch
 
 from tianshou.data.batch import Batch
 from tianshou.data.buffer._storage import null_rows
-from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.buffer.buffer_base import MalformedBufferError, ReplayBuffer
 from tianshou.data.utils.segtree import InvalidValueError, SegmentTree, compile_kernel
 
 __all__ = ["PrioritizedReplayBuffer"]
@@ -229,6 +229,17 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         else:
             batch.weight = weight / np.max(weight) if self._weight_norm else weight
         return batch
+
+    def _check_state(self) -> None:
+        """Also check that the priority tree has one leaf per row and the exponents are valid."""
+        super()._check_state()
+        tree = self._tree()
+        if tree is not None and len(tree) != self.maxsize:
+            raise MalformedBufferError(
+                f"the priority tree has {len(tree)} leaves for a buffer of size {self.maxsize}",
+            )
+        _check_alpha(self._alpha)
+        _check_beta(self._beta)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Also accept states pickled by the published library (different private names)."""

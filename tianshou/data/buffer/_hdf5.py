@@ -1,0 +1,385 @@
+"""HDF5 files of replay buffers, read without running code from the file unless asked to.
+
+A buffer file holds the buffer's state (its ``__getstate__`` dict) in plain HDF5: the storage
+Batch through :func:`~tianshou.data.utils.converter.to_hdf5`, numbers, strings and flags as
+attributes, counters and offsets as int64 datasets, the random generator as its Mersenne-Twister
+key array plus position, a priority tree as its leaf values, and the sub-buffers of a manager as
+one group each. The root carries the format version and the name of the buffer class, checked on
+load. Datasets are written with HDF5's fletcher32 checksum and the file with object headers that
+carry checksums, so flipped bytes fail to load instead of returning wrong data.
+
+Only values HDF5 has no type for are pickled: object arrays in the storage (strings, None,
+arbitrary objects in ``info``) and callables such as HER's ``compute_reward_fn``. Loading those
+runs code chosen by whoever wrote the file, so it needs ``allow_pickle=True``. Files written by
+the published library (and by earlier versions of this one) pickle the random generator, so they
+load through the same opt-in.
+
+After loading, every counter is checked to lie within its sub-buffer's size and every stored
+array to have one row per slot: corrupted counters would otherwise make the compiled bookkeeping
+kernels read or write outside the storage.
+"""
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from tianshou.data.buffer import _kernels as K
+from tianshou.data.buffer._state import BufferFileError, MalformedBufferError
+from tianshou.data.utils.converter import _attribute_value, from_hdf5, to_hdf5
+from tianshou.data.utils.segtree import SegmentTree
+
+if TYPE_CHECKING:
+    import h5py
+
+    from tianshou.data.buffer.buffer_base import ReplayBuffer
+
+FORMAT_VERSION = 2
+"""Version of the layout written by :func:`save_buffer` (files without it use the published one)."""
+
+TBuffer = TypeVar("TBuffer", bound="ReplayBuffer")
+
+_FORMAT = "__buffer_format__"
+_CLASS = "__buffer_class__"
+_TYPE = "__data_type__"
+_SCALARS = (bool, int, float, str, np.bool_, np.integer, np.floating)
+_MT_KEYS = 624  # length of the Mersenne-Twister state of np.random.RandomState
+_LIBVER = ("v108", "v110")  # object headers with checksums, readable by HDF5 >= 1.10
+_FLAGS = ("terminated", "truncated", "done")
+
+
+# ---------------------------------------------------------------------------------- writing
+def save_buffer(buffer: "ReplayBuffer", path: str, compression: str | None) -> None:
+    """Write ``buffer``'s state to a new HDF5 file at ``path`` (see the module docstring)."""
+    import h5py
+
+    config = h5py.get_config()
+    track_order, config.track_order = config.track_order, True  # keep the key order on load
+    try:
+        with h5py.File(path, "w", libver=_LIBVER) as f:
+            f.attrs[_FORMAT] = FORMAT_VERSION
+            f.attrs[_CLASS] = type(buffer).__qualname__
+            _write_state(f, buffer.__getstate__(), compression)
+    finally:
+        config.track_order = track_order
+
+
+def _write_state(group: "h5py.Group", state: dict[str, Any], compression: str | None) -> None:
+    for key, value in state.items():
+        _write_value(group, key, value, compression)
+
+
+def _write_value(group: "h5py.Group", key: str, value: Any, compression: str | None) -> None:
+    import h5py
+
+    if value is None:
+        group.attrs[key] = h5py.Empty("i1")
+    elif isinstance(value, _SCALARS):
+        group.attrs[key] = value
+    elif isinstance(value, np.random.RandomState):
+        _, keys, pos, has_gauss, cached_gaussian = value.get_state()
+        sub = _tagged_group(group, key, "RandomState")
+        to_hdf5({"keys": keys}, sub, compression)
+        sub.attrs.update(pos=pos, has_gauss=has_gauss, cached_gaussian=cached_gaussian)
+    elif isinstance(value, SegmentTree):
+        sub = _tagged_group(group, key, "SegmentTree")
+        to_hdf5({"leaves": value[np.arange(len(value))]}, sub, compression)
+    elif isinstance(value, tuple) and all(isinstance(v, int | np.integer) for v in value):
+        to_hdf5({key: np.asarray(value, dtype=np.int64).reshape(-1)}, group, compression)
+        group[key].attrs[_TYPE] = "tuple"
+    elif isinstance(value, dict):
+        _write_state(_tagged_group(group, key, "dict"), value, compression)
+    elif _is_buffer_array(value):
+        sub = _tagged_group(group, key, "buffers")
+        for i, buf in enumerate(value):
+            entry = sub.create_group(str(i))
+            entry.attrs[_CLASS] = type(buf).__qualname__
+            _write_state(entry, buf.__getstate__(), compression)
+    else:  # Batches, arrays, tensors; anything else is pickled by to_hdf5
+        to_hdf5({key: value}, group, compression)
+
+
+def _tagged_group(group: "h5py.Group", key: str, tag: str) -> "h5py.Group":
+    sub = group.create_group(key)
+    sub.attrs[_TYPE] = tag
+    return sub
+
+
+def _is_buffer_array(value: Any) -> bool:
+    from tianshou.data.buffer.buffer_base import ReplayBuffer
+
+    return (
+        isinstance(value, np.ndarray)
+        and value.dtype == object
+        and value.ndim == 1
+        and all(isinstance(v, ReplayBuffer) for v in value)
+    )
+
+
+# ---------------------------------------------------------------------------------- reading
+def load_buffer(
+    cls: type[TBuffer],
+    path: str,
+    device: str | None,
+    allow_pickle: bool,
+) -> TBuffer:
+    """Read a buffer of class ``cls`` from ``path`` and check its consistency.
+
+    :raises BufferFileError: naming ``path`` if the file cannot be opened, is corrupted, holds
+        another buffer class, needs unpickling while ``allow_pickle`` is False, or holds
+        inconsistent counters or storage.
+    """
+    import h5py
+
+    try:
+        f = h5py.File(path, "r")
+    except OSError as err:
+        raise BufferFileError(
+            f"cannot open {path!r} as an HDF5 replay buffer file (not an HDF5 file, truncated, "
+            f"or unreadable): {err}",
+        ) from err
+    try:
+        with f:
+            if _FORMAT in f.attrs:
+                _check_format(f, cls)
+                state = _read_state(f, device, allow_pickle)
+            else:
+                _check_published_layout(f, cls)
+                state = from_hdf5(f, device=device, allow_pickle=allow_pickle)
+        buf = cls.__new__(cls)
+        buf.__setstate__(state)
+        buf._check_state()
+    except BufferFileError:
+        raise
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
+        raise BufferFileError(f"cannot load a {cls.__name__} from {path!r}: {err}") from err
+    return buf
+
+
+def _check_format(f: "h5py.File", cls: type) -> None:
+    version = f.attrs[_FORMAT]
+    if not isinstance(version, np.integer) or not 1 <= version <= FORMAT_VERSION:
+        raise MalformedBufferError(
+            f"unknown buffer file format {version} (this version reads up to "
+            f"{FORMAT_VERSION}); it was written by a newer tianshou or is corrupted",
+        )
+    stored = f.attrs.get(_CLASS)
+    if stored != cls.__qualname__:
+        raise MalformedBufferError(
+            f"the file holds a {stored}, not a {cls.__qualname__}; load it with {stored}.load_hdf5",
+        )
+
+
+def _check_published_layout(f: "h5py.File", cls: type) -> None:
+    """Tell buffer kinds apart in files without a class name (published layout) by the fields
+    only a manager (``buffers``) or a prioritized buffer (``weight``) writes."""
+    from tianshou.data.buffer.manager import ReplayBufferManager
+    from tianshou.data.buffer.prio import PrioritizedReplayBuffer
+
+    for key, kind in (("buffers", ReplayBufferManager), ("weight", PrioritizedReplayBuffer)):
+        if (key in f) != issubclass(cls, kind):
+            held = "a" if key in f else "no"
+            raise MalformedBufferError(
+                f"the file (published layout) holds {held} '{key}' field, so it was not written "
+                f"by a {cls.__qualname__}; load it with the buffer class that saved it",
+            )
+
+
+def _read_state(group: "h5py.Group", device: str | None, allow_pickle: bool) -> dict[str, Any]:
+    state = {
+        key: _attribute_value(value)
+        for key, value in group.attrs.items()
+        if key not in (_FORMAT, _CLASS, _TYPE)
+    }
+    for key, node in group.items():
+        state[key] = _read_value(node, device, allow_pickle)
+    return state
+
+
+def _read_value(node: Any, device: str | None, allow_pickle: bool) -> Any:
+    tag = node.attrs.get(_TYPE)
+    if tag == "dict":
+        return _read_state(node, device, allow_pickle)
+    if tag == "tuple":
+        return tuple(int(v) for v in _read_array(node))
+    if tag == "RandomState":
+        return _read_random_state(node)
+    if tag == "SegmentTree":
+        return _read_tree(node)
+    if tag == "buffers":
+        return _read_buffers(node, device, allow_pickle)
+    return from_hdf5(node, device=device, allow_pickle=allow_pickle)
+
+
+def _read_array(dataset: Any) -> np.ndarray:
+    if not hasattr(dataset, "dtype"):
+        raise MalformedBufferError(f"{dataset.name!r} should be a dataset")
+    try:
+        return np.asarray(dataset[()])
+    except OSError as err:
+        raise OSError(
+            f"cannot read {dataset.name!r} (checksum mismatch or truncated data: the file is "
+            f"corrupted): {err}",
+        ) from err
+
+
+def _read_random_state(group: Any) -> np.random.RandomState:
+    keys = _read_array(group["keys"])
+    pos, has_gauss = int(group.attrs["pos"]), int(group.attrs["has_gauss"])
+    if keys.shape != (_MT_KEYS,) or keys.dtype != np.uint32 or not 0 <= pos <= _MT_KEYS:
+        raise MalformedBufferError(
+            f"invalid random generator state in {group.name!r}: keys of shape {keys.shape} and "
+            f"dtype {keys.dtype}, position {pos} (expected {_MT_KEYS} uint32 keys, position in "
+            f"[0, {_MT_KEYS}])",
+        )
+    rng = np.random.RandomState()
+    rng.set_state(("MT19937", keys, pos, has_gauss, float(group.attrs["cached_gaussian"])))
+    return rng
+
+
+def _read_tree(group: Any) -> SegmentTree:
+    leaves = _read_array(group["leaves"]).astype(np.float64, copy=False)
+    if leaves.ndim != 1 or not np.all(np.isfinite(leaves) & (leaves >= 0.0)):
+        raise MalformedBufferError(
+            f"invalid priorities in {group.name!r}: they must be a 1-d array of finite, "
+            f"non-negative values",
+        )
+    tree = SegmentTree(len(leaves))
+    tree._write(np.arange(len(leaves), dtype=np.int64), leaves)
+    return tree
+
+
+def _read_buffers(group: Any, device: str | None, allow_pickle: bool) -> np.ndarray:
+    names = sorted(group.keys(), key=lambda name: int(name) if name.isdigit() else -1)
+    if [str(i) for i in range(len(names))] != names:
+        raise MalformedBufferError(f"sub-buffers in {group.name!r} must be named 0..n-1")
+    buffers = np.empty(len(names), dtype=object)
+    for i, name in enumerate(names):
+        entry = group[name]
+        sub_cls = _known_buffer_class(str(entry.attrs.get(_CLASS)))
+        buf = sub_cls.__new__(sub_cls)
+        buf.__setstate__(_read_state(entry, device, allow_pickle))
+        buffers[i] = buf
+    return buffers
+
+
+def _known_buffer_class(name: str) -> type["ReplayBuffer"]:
+    """The loaded ReplayBuffer subclass called ``name``; nothing is imported on the file's
+    behalf, so only classes the program already defined can be named."""
+    from tianshou.data.buffer.buffer_base import ReplayBuffer
+
+    todo: list[type[ReplayBuffer]] = [ReplayBuffer]
+    while todo:
+        kind = todo.pop()
+        if kind.__qualname__ == name:
+            return kind
+        todo.extend(kind.__subclasses__())
+    raise MalformedBufferError(
+        f"the file names the sub-buffer class {name!r}, which is not a ReplayBuffer subclass "
+        f"defined in this program; import the module defining it before loading",
+    )
+
+
+# ---------------------------------------------------------------------------------- checking
+def check_layout(buf: "ReplayBuffer") -> None:
+    """Check that ``buf``'s counters, offsets and storage fit together.
+
+    :raises MalformedBufferError: naming the first inconsistent field.
+    """
+    from tianshou.data.buffer.manager import ReplayBufferManager
+
+    if buf.maxsize < 0:
+        raise MalformedBufferError(f"maxsize is {buf.maxsize}; a buffer size cannot be negative")
+    if buf.stack_num < 1:
+        raise MalformedBufferError(f"stack_num is {buf.stack_num}; it must be >= 1")
+    maxsizes, offsets = buf._maxsizes, buf._offset
+    k = len(maxsizes)
+    expected_offsets = np.concatenate([[0], np.cumsum(maxsizes)[:-1]])
+    if (
+        maxsizes.ndim != 1
+        or np.any(maxsizes < 0)
+        or maxsizes.sum() != buf.maxsize
+        or offsets.shape != (k,)
+        or not np.array_equal(offsets, expected_offsets)
+    ):
+        raise MalformedBufferError(
+            f"sub-buffer sizes {maxsizes.tolist()} and offsets {offsets.tolist()} do not add up "
+            f"to maxsize {buf.maxsize}",
+        )
+    _check_counters(buf._istate, buf._ep_ret, maxsizes, buf._rew_shape)
+    _check_storage(buf)
+    if isinstance(buf, ReplayBufferManager):
+        _check_subbuffers(buf)
+
+
+def _check_counters(
+    istate: np.ndarray,
+    ep_ret: np.ndarray,
+    maxsizes: np.ndarray,
+    rew_shape: tuple[int, ...],
+) -> None:
+    k = len(maxsizes)
+    if istate.shape != (K.N_STATE_ROWS, k):
+        raise MalformedBufferError(
+            f"counter matrix has shape {istate.shape}, expected {(K.N_STATE_ROWS, k)}",
+        )
+    width = int(np.prod(rew_shape)) if rew_shape else 1
+    if ep_ret.shape != (k, width):
+        raise MalformedBufferError(
+            f"episode returns have shape {ep_ret.shape}, expected {(k, width)} for rewards of "
+            f"shape {rew_shape}",
+        )
+    slots = np.maximum(maxsizes, 1)
+    limits = {
+        "insertion index": (K.INS, slots),
+        "size": (K.SIZE, maxsizes + 1),
+        "last index": (K.LAST, slots),
+        "episode start": (K.EP_START, slots),
+    }
+    for name, (row, limit) in limits.items():
+        bad = (istate[row] < 0) | (istate[row] >= limit)
+        if bad.any():
+            b = int(np.flatnonzero(bad)[0])
+            raise MalformedBufferError(
+                f"{name} {istate[row, b]} of sub-buffer {b} is outside [0, {int(limit[b])}) "
+                f"(sub-buffer size {int(maxsizes[b])})",
+            )
+    if np.any(istate[K.EP_LEN] < 0):
+        raise MalformedBufferError(f"negative episode length in {istate[K.EP_LEN].tolist()}")
+
+
+def _check_storage(buf: "ReplayBuffer") -> None:
+    leaves = buf._storage_index.leaves
+    if not leaves and len(buf):
+        raise MalformedBufferError(f"the buffer reports {len(buf)} transitions but stores none")
+    for path, spec in leaves.items():
+        name = ".".join(str(p) for p in path)
+        if len(spec.array) != buf.maxsize:
+            raise MalformedBufferError(
+                f"stored field '{name}' has {len(spec.array)} rows, expected maxsize {buf.maxsize}",
+            )
+        if name in _FLAGS and (spec.is_tensor or spec.dtype != bool or spec.tail):
+            raise MalformedBufferError(
+                f"stored field '{name}' must be a bool array of shape ({buf.maxsize},), "
+                f"got {spec.dtype} rows of shape {spec.tail}",
+            )
+    rew = buf._meta.__dict__.get("rew")
+    if isinstance(rew, np.ndarray) and rew.shape[1:] != buf._rew_shape:
+        raise MalformedBufferError(
+            f"stored rewards have rows of shape {rew.shape[1:]}, but the episode returns are "
+            f"kept for shape {buf._rew_shape}",
+        )
+
+
+def _check_subbuffers(manager: Any) -> None:
+    buffers = manager.buffers
+    if manager.buffer_num != len(manager._maxsizes):
+        raise MalformedBufferError(
+            f"{manager.buffer_num} sub-buffers for {len(manager._maxsizes)} counter columns",
+        )
+    first = type(buffers[0])
+    for b, buf in enumerate(buffers):
+        if type(buf) is not first or buf.options != manager.options:
+            raise MalformedBufferError(
+                f"sub-buffer {b} is a {type(buf).__name__} with options {buf.options}; expected "
+                f"a {first.__name__} with the manager's options {manager.options}",
+            )
