@@ -101,6 +101,74 @@ def test_compute_action_on_one_observation() -> None:
     np.testing.assert_allclose(act, [7.5, -2.0])
 
 
+def test_compute_action_is_what_a_collector_sends_to_the_env() -> None:
+    # no clipping beyond map_action: without bounding or scaling the raw action passes through
+    policy = LinearPolicy(BOX, weight=10.0, action_bound_method=None)
+    act = policy.compute_action([0.5, 1.0])
+    assert isinstance(act, np.ndarray) and act.dtype == np.float32
+    np.testing.assert_allclose(act, [5.0, 10.0])
+
+
+class EchoDiscretePolicy(Policy):
+    """Acts with the observation's first entry (or ``obs["pick"]``), plus the info's ``shift``."""
+
+    def __init__(self, action_space: gym.Space) -> None:
+        super().__init__(action_space=action_space, action_bound_method=None)
+        self.seen: list[Batch] = []
+
+    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+        self.seen.append(batch)
+        obs = batch.obs.pick if isinstance(batch.obs, Batch) else np.asarray(batch.obs)[:, 0]
+        shift = batch.info.shift if "shift" in batch.info.__dict__ else 0
+        return Batch(act=torch.as_tensor(obs + shift, dtype=torch.long), state=state)
+
+
+def test_compute_action_gives_an_int_for_a_discrete_space() -> None:
+    policy = EchoDiscretePolicy(gym.spaces.Discrete(5))
+    act = policy.compute_action(np.array([3.0, 0.0]))
+    assert type(act) is int and act == 3
+
+
+def test_compute_action_batches_dict_observations_and_info() -> None:
+    policy = EchoDiscretePolicy(gym.spaces.Discrete(5))
+    act = policy.compute_action({"pick": 1, "image": np.zeros((2, 2))}, info={"shift": 2})
+    assert act == 3
+    batch = policy.seen[-1]
+    assert batch.obs.image.shape == (1, 2, 2)
+    assert batch.obs.pick.shape == (1,) and batch.info.shift.shape == (1,)
+
+
+def test_compute_action_keeps_multi_discrete_actions_as_arrays() -> None:
+    space = gym.spaces.MultiDiscrete([3, 3])
+    policy = EchoDiscretePolicy(space)
+    policy.forward = lambda batch, state=None, **kw: Batch(act=np.array([[2, 1]]))  # type: ignore[method-assign]
+    act = policy.compute_action(np.zeros(2))
+    assert isinstance(act, np.ndarray) and act.shape == (2,) and space.contains(act)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        gym.spaces.Discrete(4, start=1),
+        gym.spaces.Box(-2.0, 2.0, (1,)),
+        gym.spaces.MultiBinary(3),
+    ],
+)
+def test_random_action_policy_compute_action_fits_the_env(space: gym.Space) -> None:
+    space.seed(0)
+    policy = RandomActionPolicy(space)
+    acts = [policy.compute_action(np.zeros(3)) for _ in range(20)]
+    for act in acts:
+        assert space.contains(act)
+        if isinstance(space, gym.spaces.Discrete):
+            assert type(act) is int
+        else:
+            assert act.shape == space.shape
+    env = gym.make("CartPole-v1")
+    env.reset(seed=0)
+    env.step(RandomActionPolicy(env.action_space).compute_action(np.zeros(4)))
+
+
 def test_exploration_noise_is_identity_by_default() -> None:
     policy = LinearPolicy(BOX)
     act = np.ones((2, 2))
@@ -313,6 +381,22 @@ def test_nan_loss_raises_and_leaves_the_parameters_intact() -> None:
     with pytest.raises(FloatingPointError, match="QPolicy"):
         algo.optim.step(torch.tensor(float("inf"), requires_grad=True))
     assert _same(before, _params(algo.policy))
+
+
+def test_step_with_loss_values_reads_checks_and_steps() -> None:
+    algo = ToyOffPolicy(QPolicy(), optim=TorchOptimizerFactory(torch.optim.SGD, lr=0.1))
+    batch = Batch(obs=np.ones((2, 2)), rew=np.array([1.0, 2.0]))
+    before = _params(algo.policy)
+    loss = _loss(algo.policy, batch)
+    part = loss.detach() / 2
+    values = algo.optim.step_with_loss_values(loss, half=part)
+    assert values == pytest.approx([loss.item(), loss.item() / 2])
+    assert not _same(before, _params(algo.policy))
+    after = _params(algo.policy)
+    bad = _loss(algo.policy, batch)
+    with pytest.raises(FloatingPointError, match=r"QPolicy: .*\(loss=[\d.]+, half=nan\)"):
+        algo.optim.step_with_loss_values(bad, half=torch.tensor(float("nan")))
+    assert _same(after, _params(algo.policy))
 
 
 def test_max_grad_norm_clips_the_gradient() -> None:
@@ -528,3 +612,25 @@ def test_random_action_policy_samples_from_the_space(space: gym.Space) -> None:
     again = RandomActionPolicy(space)(Batch(obs=np.zeros((50, 1)), info=Batch())).act
     np.testing.assert_array_equal(acts, again)
     np.testing.assert_array_equal(policy.map_action(acts), acts)
+
+
+@pytest.mark.parametrize(
+    ("make", "kwargs"),
+    [
+        (lambda: ToyOffPolicy(QPolicy()), {"sample_size": 4}),
+        (lambda: ToyOffPolicy(QPolicy()), {"sample_size": 0}),
+        (lambda: ToyOnPolicy(QPolicy()), {"batch_size": 4, "repeat": 1}),
+        (lambda: ToyOffline(QPolicy()), {"sample_size": 4}),
+    ],
+    ids=["off-policy", "off-policy-all", "on-policy", "offline"],
+)
+def test_update_on_an_empty_buffer_says_to_collect_first(make: Any, kwargs: dict[str, Any]) -> None:
+    algo = make()
+    before = _params(algo)
+    for buffer in (ReplayBuffer(8), VectorReplayBuffer(8, 2)):
+        with (
+            policy_within_training_step(algo.policy),
+            pytest.raises(ValueError, match="empty buffer: collect before updating"),
+        ):
+            algo.update(buffer, **kwargs)
+    assert _same(before, _params(algo))

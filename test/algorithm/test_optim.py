@@ -8,6 +8,7 @@ from tianshou.algorithm.optim import (
     AdamOptimizerFactory,
     LRSchedulerFactoryLinear,
     OptimizerFactory,
+    ParamsType,
     RMSpropOptimizerFactory,
     TorchOptimizerFactory,
     collect_parameters,
@@ -100,3 +101,12 @@ def test_linear_schedule_rejects_non_positive_settings(name: str) -> None:
 def test_optimizer_factory_is_abstract() -> None:
     with pytest.raises(TypeError):
         OptimizerFactory()  # type: ignore[abstract]
+
+
+def test_factories_accept_parameter_groups() -> None:
+    net = _net()
+    first, *rest = net.parameters()
+    groups: ParamsType = [{"params": [first], "lr": 0.5}, {"params": rest}]
+    for factory in (AdamOptimizerFactory(lr=0.1), TorchOptimizerFactory(torch.optim.SGD, lr=0.1)):
+        optim = factory._create_optimizer_for_params(groups)
+        assert [g["lr"] for g in optim.param_groups] == [0.5, 0.1]

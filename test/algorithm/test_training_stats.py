@@ -76,3 +76,10 @@ def test_plain_wrapper_reports_wrapped_losses() -> None:
     wrapper = TrainingStatsWrapper(InnerStats(loss=0.5, shared=1.0))
     assert wrapper.get_loss_stats_dict() == {"loss": 0.5, "shared": 1.0}
     assert isinstance(wrapper, TrainingStats)
+
+
+def test_wrapped_stats_is_a_read_only_class_attribute() -> None:
+    assert isinstance(TrainingStatsWrapper.wrapped_stats, property)
+    inner, outer = make_stats()
+    with pytest.raises(AttributeError):
+        outer.wrapped_stats = inner  # type: ignore[misc]

@@ -1,97 +1,26 @@
-"""``Policy``, the part of an agent that acts, ``RandomActionPolicy``, and ``TrainingStats``,
-what an update reports (``TrainingStatsWrapper`` when a wrapper algorithm adds to it).
+"""``Policy``, the part of an agent that acts, and ``RandomActionPolicy``.
 
-All are re-exported by :mod:`tianshou.algorithm.algorithm_base`, their public home.
+Both are re-exported by :mod:`tianshou.algorithm.algorithm_base`, their public home.
 """
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
+from numpy.typing import ArrayLike
 from torch import nn
 
-from tianshou.data import Batch, SequenceSummaryStats, to_numpy
-from tianshou.utils.print import DataclassPPrintMixin
+from tianshou.data.batch import Batch
+from tianshou.data.utils.converter import to_numpy
 
 ActionBoundMethod = Literal["clip", "tanh"]
 ACTION_BOUND_METHODS: tuple[str, ...] = ("clip", "tanh")
 
-
-@dataclass(kw_only=True)
-class TrainingStats(DataclassPPrintMixin):
-    """What one update produced; algorithms subclass it to add their losses as float fields.
-
-    :param train_time: wall-clock seconds the update took.
-    :param smoothed_loss: losses averaged over recent updates, filled in by the trainer.
-    """
-
-    train_time: float = 0.0
-    smoothed_loss: dict[str, float] = field(default_factory=dict)
-
-    def get_loss_stats_dict(self) -> dict[str, float]:
-        """Return the float-valued loss fields of this record, for loggers and progress bars."""
-        reserved = {"train_time", "smoothed_loss"}
-        losses: dict[str, float] = {}
-        for name, value in vars(self).items():
-            if name in reserved or value is None:
-                continue
-            if isinstance(value, SequenceSummaryStats):
-                losses[name] = float(value.mean)
-            elif isinstance(value, int | float):
-                losses[name] = float(value)
-        return losses
-
-
-@dataclass(kw_only=True, init=False)
-class TrainingStatsWrapper(TrainingStats):
-    """The stats of a wrapper algorithm (e.g. ICM): the wrapped algorithm's stats plus its own.
-
-    Subclasses add the wrapper's losses as attributes; declared as fields of a
-    ``@dataclass(kw_only=True, init=False)`` subclass, they are logged too. Reading an attribute
-    the wrapper lacks falls back to the wrapped stats, so code written for the wrapped
-    algorithm's stats keeps working. ``train_time`` and ``smoothed_loss`` are those of the
-    wrapped stats, read and written through, since one update produced both records.
-    ``dataclasses.asdict`` (what the trainer logs) gives the wrapped stats as a nested dict under
-    ``wrapped_stats``.
-
-    :param wrapped_stats: the stats returned by the wrapped algorithm's update.
-    """
-
-    wrapped_stats: TrainingStats
-
-    def __init__(self, wrapped_stats: TrainingStats) -> None:
-        self.wrapped_stats = wrapped_stats
-
-    def __getattr__(self, name: str) -> Any:
-        # Only called for attributes the wrapper lacks. The guard stops infinite recursion
-        # while ``wrapped_stats`` is not set yet (copying and unpickling create bare objects).
-        if name == "wrapped_stats":
-            raise AttributeError(name)
-        return getattr(self.wrapped_stats, name)
-
-    @property  # type: ignore[misc]
-    def train_time(self) -> float:
-        return self.wrapped_stats.train_time
-
-    @train_time.setter
-    def train_time(self, value: float) -> None:
-        self.wrapped_stats.train_time = value
-
-    @property  # type: ignore[misc]
-    def smoothed_loss(self) -> dict[str, float]:
-        return self.wrapped_stats.smoothed_loss
-
-    @smoothed_loss.setter
-    def smoothed_loss(self, value: dict[str, float]) -> None:
-        self.wrapped_stats.smoothed_loss = value
-
-    def get_loss_stats_dict(self) -> dict[str, float]:
-        """The wrapped stats' losses and the wrapper's own; the wrapper's win on equal names."""
-        return {**self.wrapped_stats.get_loss_stats_dict(), **super().get_loss_stats_dict()}
+PolicyState: TypeAlias = dict[str, Any] | Batch | np.ndarray | torch.Tensor | None
+"""The hidden state a recurrent policy passes from one step to the next (None when stateless)."""
 
 
 class Policy(nn.Module, ABC):
@@ -138,7 +67,7 @@ class Policy(nn.Module, ABC):
         self.observation_space = observation_space
         self.action_scaling = action_scaling
         self.action_bound_method = action_bound_method
-        self.agent_id: Any = 0
+        self.agent_id: str | int = 0
         self.is_within_training_step = False
         """Whether the policy acts inside a training step (collecting training data or updating).
 
@@ -150,12 +79,12 @@ class Policy(nn.Module, ABC):
     def action_type(self) -> Literal["discrete", "continuous"]:
         return self._action_type  # type: ignore[return-value]
 
-    def set_agent_id(self, agent_id: Any) -> None:
+    def set_agent_id(self, agent_id: str | int) -> None:
         """Set the id of the agent this policy acts for (multi-agent settings)."""
         self.agent_id = agent_id
 
     @abstractmethod
-    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+    def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """Compute actions for a batch of observations.
 
         :param batch: at least ``obs`` (leading dimension = batch size) and usually ``info``.
@@ -208,24 +137,37 @@ class Policy(nn.Module, ABC):
 
     def compute_action(
         self,
-        obs: Any,
+        obs: ArrayLike | dict[str, Any],
         info: dict[str, Any] | None = None,
-        state: Any = None,
+        state: PolicyState = None,
     ) -> np.ndarray | int:
         """The environment action for one unbatched observation (inference convenience).
 
-        :param obs: a single observation, as the environment returns it.
-        :param info: the environment's info dict for that observation.
+        The observation (and its info) gets a batch dimension of one, the policy acts on it
+        without exploration noise and without building an autograd graph, and the action is
+        mapped as a collector maps it for the environment (:meth:`map_action`).
+
+        :param obs: a single observation, as the environment returns it (an array, anything
+            ``np.asarray`` accepts such as ``LazyFrames``, or a dict for ``Dict`` spaces).
+        :param info: the environment's info dict for that observation, if the policy reads it.
         :param state: the recurrent hidden state, if any.
+        :return: an ``int`` for a ``Discrete`` action space, otherwise an array of the action
+            space's shape.
         """
-        obs_batch = Batch(obs=np.asarray(obs)[None], info=Batch(info) if info else Batch())
+        obs_batch = Batch(obs=_add_batch_dim(obs), info=_add_batch_dim(info or {}))
         with torch.no_grad():
             act = self.forward(obs_batch, state).act
-        act = np.squeeze(_to_numpy_action(act), axis=0)
-        act = self.map_action(act)
-        if isinstance(self.action_space, Box):
-            act = np.clip(act, self.action_space.low, self.action_space.high)
-        return act
+        act = self.map_action(np.squeeze(_to_numpy_action(act), axis=0))
+        if isinstance(self.action_space, Discrete):
+            return int(act)
+        return act  # type: ignore[return-value]
+
+
+def _add_batch_dim(value: ArrayLike | dict[str, Any]) -> np.ndarray | Batch:
+    """``value`` as a batch of one row: arrays get a leading axis, dicts become a Batch of such."""
+    if isinstance(value, dict):
+        return Batch({key: _add_batch_dim(item) for key, item in value.items()})
+    return np.asarray(value)[None]
 
 
 def _to_numpy_action(act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
@@ -254,7 +196,7 @@ class RandomActionPolicy(Policy):
             action_bound_method=None,
         )
 
-    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+    def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """One random action per observation in ``batch.obs``."""
         return Batch(act=self._sample(len(batch.obs)), state=state)
 

@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from tianshou.data import Batch, ReplayBuffer, to_numpy, to_torch_as
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.utils.converter import to_numpy, to_torch_as
 
 _compiled: dict[str, Callable[..., Any]] = {}
 

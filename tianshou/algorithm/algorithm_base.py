@@ -5,8 +5,12 @@ advantages, TD targets), ``_update_with_batch`` (the gradient steps, in train mo
 ``_postprocess_batch`` (e.g. new priorities), then one step of every learning-rate scheduler.
 Subclasses fill in the hooks; :class:`OnPolicyAlgorithm`, :class:`OffPolicyAlgorithm` and
 :class:`OfflineAlgorithm` fix how the buffer is sampled and which trainer runs them.
+
+Every ``update`` refuses an empty buffer (``ValueError``: collect before updating), and every
+optimizer step a NaN or infinite loss (``FloatingPointError``, the parameters left untouched).
 """
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -27,13 +31,17 @@ from tianshou.algorithm._policy import (
     ACTION_BOUND_METHODS,
     ActionBoundMethod,
     Policy,
+    PolicyState,
     RandomActionPolicy,
-    TrainingStats,
-    TrainingStatsWrapper,
 )
 from tianshou.algorithm._returns import episode_mc_return_to_go
+from tianshou.algorithm._training_stats import TrainingStats, TrainingStatsWrapper
+from tianshou.algorithm._update_helpers import finite_loss_values
 from tianshou.algorithm.optim import OptimizerFactory, ParamSource, collect_parameters
-from tianshou.data import Batch, PrioritizedReplayBuffer, ReplayBuffer
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.buffer.prio import PrioritizedReplayBuffer
+from tianshou.utils.determinism import TraceLogger, torch_param_hash
 
 if TYPE_CHECKING:
     from tianshou.data.stats import InfoStats
@@ -47,6 +55,8 @@ if TYPE_CHECKING:
         Trainer,
         TrainerParams,
     )
+
+log = logging.getLogger(__name__)
 
 TPolicy = TypeVar("TPolicy", bound=Policy)
 TTrainerParams = TypeVar("TTrainerParams", bound="TrainerParams")
@@ -87,11 +97,12 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             self._module = module
             self._max_grad_norm = max_grad_norm
             self._params = collect_parameters(module) if max_grad_norm is not None else []
-            self._name = (
+            name = (
                 type(module).__name__
                 if isinstance(module, nn.Module)
                 else "[" + ", ".join(type(m).__name__ for m in module) + "]"
             )
+            self._context = f"the optimizer of {name}"
 
         @property
         def torch_optimizer(self) -> torch.optim.Optimizer:
@@ -108,13 +119,28 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             :param create_graph: build a graph of the gradients (higher-order derivatives).
             :raises FloatingPointError: if ``loss`` is NaN or infinite; nothing is changed then.
             """
-            if not torch.isfinite(loss).all():
-                raise FloatingPointError(
-                    f"the loss passed to the optimizer of {self._name} is not "
-                    f"finite ({loss.detach().cpu().reshape(-1)[:4].tolist()}); refusing to step "
-                    "so the parameters stay intact. Check the rewards/observations for NaN or "
-                    "huge values, and the learning rate."
-                )
+            finite_loss_values(self._context, loss=loss)
+            self._backward_and_step(loss, retain_graph, create_graph)
+
+        def step_with_loss_values(self, loss: torch.Tensor, **parts: torch.Tensor) -> list[float]:
+            """:meth:`step`, returning ``loss`` and its ``parts`` as floats for the training stats.
+
+            One device sync reads and checks them all, so an update that reports its losses
+            syncs once per gradient step; a NaN/inf error names the parts, showing where the
+            loss broke.
+
+            :param loss: the scalar loss to minimise.
+            :param parts: the loss's components (scalar tensors) by name, e.g. ``vf_loss``.
+            :return: ``[loss, *parts]`` as floats, in that order.
+            :raises FloatingPointError: if any of them is NaN or infinite; nothing is changed then.
+            """
+            values = finite_loss_values(self._context, loss=loss, **parts)
+            self._backward_and_step(loss, None, False)
+            return values
+
+        def _backward_and_step(
+            self, loss: torch.Tensor, retain_graph: bool | None, create_graph: bool
+        ) -> None:
             self._optim.zero_grad(set_to_none=True)
             loss.backward(retain_graph=retain_graph, create_graph=create_graph)
             if self._max_grad_norm is not None:
@@ -279,6 +305,11 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             )
         if buffer is None:
             return TrainingStats()
+        if len(buffer) == 0:
+            raise ValueError(
+                f"{type(self).__name__}.update got an empty buffer: collect before updating "
+                "(e.g. collector.collect(n_step=...) with a collector writing to this buffer)"
+            )
         start = time.perf_counter()
         batch, indices = buffer.sample(sample_size)
         batch = self._preprocess_batch(batch, buffer, indices)
@@ -290,6 +321,9 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             self._set_training_mode(was_training)
         self._postprocess_batch(batch, buffer, indices)
         self._step_lr_schedulers()
+        TraceLogger.log(
+            log, lambda: f"update on {len(indices)} samples: parameters {torch_param_hash(self)}"
+        )
         stats.train_time = time.perf_counter() - start
         return stats
 
@@ -546,6 +580,7 @@ __all__ = [
     "OnPolicyAlgorithm",
     "OnPolicyWrapperAlgorithm",
     "Policy",
+    "PolicyState",
     "RandomActionPolicy",
     "TPolicy",
     "TTrainerParams",

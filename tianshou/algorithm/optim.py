@@ -22,6 +22,10 @@ from torch.optim.lr_scheduler import LambdaLR, LRScheduler
 ParamSource = nn.Module | Sequence[nn.Module | nn.Parameter]
 """What an optimizer can be created for: a module, or a list of modules and/or parameters."""
 
+ParamsType = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+"""What a torch optimizer's constructor takes: tensors, or parameter groups (dicts with a
+``"params"`` entry and per-group options such as ``"lr"``)."""
+
 
 def collect_parameters(source: ParamSource) -> list[nn.Parameter]:
     """The parameters of ``source`` in order, each once (modules may share sub-modules).
@@ -125,7 +129,7 @@ class OptimizerFactory(ABC):
         return optimizer, scheduler
 
     @abstractmethod
-    def _create_optimizer_for_params(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    def _create_optimizer_for_params(self, params: ParamsType) -> torch.optim.Optimizer:
         """Create the torch optimizer of ``params``."""
 
 
@@ -141,7 +145,7 @@ class TorchOptimizerFactory(OptimizerFactory):
         self.optim_class = optim_class
         self.kwargs = kwargs
 
-    def _create_optimizer_for_params(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    def _create_optimizer_for_params(self, params: ParamsType) -> torch.optim.Optimizer:
         return self.optim_class(params, **self.kwargs)
 
 
@@ -166,22 +170,23 @@ class AdamOptimizerFactory(OptimizerFactory):
         self.eps = eps
         self.weight_decay = weight_decay
 
-    def _create_optimizer_for_params(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
-        params = list(params)
+    def _create_optimizer_for_params(self, params: ParamsType) -> torch.optim.Optimizer:
+        listed: list[torch.Tensor | dict[str, Any]] = list(params)
         return torch.optim.Adam(
-            params,
+            listed,  # type: ignore[arg-type]
             lr=self.lr,
             betas=self.betas,
             eps=self.eps,
             weight_decay=self.weight_decay,
-            fused=_can_fuse(params),
+            fused=_can_fuse(listed),
         )
 
 
-def _can_fuse(params: Sequence[torch.Tensor]) -> bool:
-    """Whether torch's fused optimizer kernels support all of ``params``."""
+def _can_fuse(params: Sequence[torch.Tensor | dict[str, Any]]) -> bool:
+    """Whether torch's fused optimizer kernels support all of ``params`` (tensors, not groups)."""
     return bool(params) and all(
-        p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params
+        isinstance(p, torch.Tensor) and p.is_floating_point() and p.device.type in ("cpu", "cuda")
+        for p in params
     )
 
 
@@ -205,7 +210,7 @@ class RMSpropOptimizerFactory(OptimizerFactory):
         self.momentum = momentum
         self.centered = centered
 
-    def _create_optimizer_for_params(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    def _create_optimizer_for_params(self, params: ParamsType) -> torch.optim.Optimizer:
         return torch.optim.RMSprop(
             params,
             lr=self.lr,

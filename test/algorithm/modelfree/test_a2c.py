@@ -188,7 +188,7 @@ def test_nan_reward_gives_clear_loss_error() -> None:
     before = [p.detach().clone() for p in algorithm.parameters()]
     with (
         policy_within_training_step(algorithm.policy),
-        pytest.raises(FloatingPointError, match=r"loss is nan \(actor_loss="),
+        pytest.raises(FloatingPointError, match=r"not finite \(loss=nan, actor_loss="),
     ):
         algorithm.update(buffer, batch_size=None, repeat=1)
     for param, old in zip(algorithm.parameters(), before, strict=True):

@@ -9,13 +9,7 @@ import torch
 from torch import nn
 
 from test.algorithm.modelfree.test_sac import OBS_DIM, Critic, filled_buffer
-from tianshou.algorithm.modelfree.ddpg import (
-    DDPG,
-    ContinuousDeterministicPolicy,
-    DDPGTrainingStats,
-    exclusive_parameters,
-    frozen,
-)
+from tianshou.algorithm.modelfree.ddpg import DDPG, ContinuousDeterministicPolicy, DDPGTrainingStats
 from tianshou.algorithm.optim import TorchOptimizerFactory
 from tianshou.data import Batch
 from tianshou.exploration import BaseNoise, GaussianNoise
@@ -134,22 +128,3 @@ class TestDDPG:
         sgd = TorchOptimizerFactory(torch.optim.SGD, lr=0.1)
         with pytest.raises(ValueError, match="tau"):
             DDPG(policy=make_policy(), policy_optim=sgd, critic=Critic(), critic_optim=sgd, tau=2)
-
-
-def test_frozen_restores_requires_grad_and_skips_gradients() -> None:
-    critic = Critic()
-    already_frozen = critic.net[2].bias
-    already_frozen.requires_grad_(False)
-    act = torch.zeros(2, 2, requires_grad=True)
-    with frozen(list(critic.parameters())):
-        critic(torch.zeros(2, OBS_DIM), act).sum().backward()
-    assert act.grad is not None
-    assert all(p.grad is None for p in critic.parameters())
-    assert critic.net[0].weight.requires_grad and not already_frozen.requires_grad
-
-
-def test_exclusive_parameters_skips_shared_ones() -> None:
-    shared = nn.Linear(2, 2)
-    actor, critic = nn.Sequential(shared), nn.Sequential(shared, nn.Linear(2, 1))
-    params = exclusive_parameters([critic, critic], actor)
-    assert [p.shape for p in params] == [torch.Size([1, 2]), torch.Size([1])]

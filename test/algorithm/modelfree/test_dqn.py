@@ -323,6 +323,11 @@ class TestUpdate:
         with pytest.raises(FloatingPointError, match="loss"):
             update(dqn, buffer, 0)
 
+    def test_empty_buffer_says_to_collect_first(self) -> None:
+        # used to fail with an AttributeError about the missing obs_next
+        with pytest.raises(ValueError, match=r"DQN\.update got an empty buffer: collect before"):
+            update(make_dqn(), ReplayBuffer(8), 4)
+
     @pytest.mark.parametrize(
         ("kwargs", "match"),
         [

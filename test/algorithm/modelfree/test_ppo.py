@@ -210,7 +210,7 @@ class TestPPOUpdate:
         buffer = episode_buffer([1.0, float("nan"), 0.0], terminated_at=[2])
         with (
             policy_within_training_step(ppo.policy),
-            pytest.raises(FloatingPointError, match=r"loss is nan \(clip_loss="),
+            pytest.raises(FloatingPointError, match=r"not finite \(loss=nan, clip_loss="),
         ):
             ppo.update(buffer, batch_size=None, repeat=1)
 

@@ -251,7 +251,7 @@ class TestReinforce:
         buffer = episode_buffer([1.0, float("nan"), 2.0], terminated_at=[2])
         with (
             policy_within_training_step(algorithm.policy),
-            pytest.raises(FloatingPointError, match="loss is nan"),
+            pytest.raises(FloatingPointError, match=r"not finite \(loss=nan\)"),
         ):
             algorithm.update(buffer, batch_size=None, repeat=1)
 

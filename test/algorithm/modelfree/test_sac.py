@@ -17,6 +17,7 @@ from tianshou.algorithm.modelfree.sac import (
     FixedAlpha,
     SACPolicy,
     SACTrainingStats,
+    correct_log_prob_gaussian_tanh,
 )
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
 from tianshou.data import (
@@ -225,9 +226,44 @@ class TestAlpha:
         assert stats.alpha == 0.25
         assert stats.alpha_loss is not None
 
+    def test_from_float_or_instance(self) -> None:
+        auto = AutoAlpha(-1.0, 0.0, AdamOptimizerFactory())
+        assert Alpha.from_float_or_instance(auto) is auto
+        fixed = Alpha.from_float_or_instance(1)
+        assert isinstance(fixed, FixedAlpha) and fixed.value == 1.0
+        for bad in (True, "auto", None):
+            with pytest.raises(TypeError, match="alpha must be a float or an Alpha"):
+                Alpha.from_float_or_instance(bad)  # type: ignore[arg-type]
+
     def test_bad_alpha_type(self) -> None:
         with pytest.raises(TypeError, match="alpha"):
             make_sac(alpha="auto")
+
+
+class TestTanhCorrection:
+    def test_matches_the_change_of_variables_dimension_by_dimension(self) -> None:
+        torch.manual_seed(0)
+        pre_tanh = torch.randn(5, 3) * 2
+        act = torch.tanh(pre_tanh)
+        log_prob = torch.randn(5, 1)
+        expected = log_prob.clone()
+        for row in range(5):
+            for dim in range(3):
+                derivative = 1.0 - math.tanh(pre_tanh[row, dim].item()) ** 2
+                expected[row, 0] -= math.log(derivative + float(np.finfo(np.float32).eps))
+        corrected = correct_log_prob_gaussian_tanh(log_prob, act)
+        assert corrected.shape == (5, 1)
+        assert torch.allclose(corrected, expected, atol=1e-4)
+
+    def test_flat_log_probs_keep_their_shape(self) -> None:
+        act = torch.full((4, 2), 0.5)
+        flat = correct_log_prob_gaussian_tanh(torch.zeros(4), act, eps=0.0)
+        assert flat.shape == (4,)
+        assert torch.allclose(flat, torch.full((4,), -2 * math.log(0.75)))
+
+    def test_saturated_actions_stay_finite(self) -> None:
+        corrected = correct_log_prob_gaussian_tanh(torch.zeros(1, 1), torch.ones(1, 2))
+        assert torch.isfinite(corrected).all()
 
 
 def reference_sac_update(sac: SAC, batch: Batch, lr: float = 0.05) -> None:

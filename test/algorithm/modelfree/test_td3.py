@@ -92,3 +92,20 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="critic2"):
         critic = Critic()
         TD3(policy=make_policy(), policy_optim=SGD, critic=critic, critic_optim=SGD, critic2=critic)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["joint-backward", "shared-layers"])
+def test_nan_critic_loss_leaves_every_parameter_intact(shared: bool) -> None:
+    td3 = make_td3()
+    if shared:
+        td3.critic2.net[0] = td3.critic.net[0]
+        td3._critics_share_parameters = True
+    buffer = filled_buffer()
+    buffer.rew[3] = np.nan
+    before = [p.detach().clone() for p in td3.parameters()]
+    with (
+        policy_within_training_step(td3.policy),
+        pytest.raises(FloatingPointError, match=r"not finite \(.*critic1?_loss=nan"),
+    ):
+        td3.update(buffer, 0)
+    assert all(torch.equal(a, b) for a, b in zip(before, td3.parameters(), strict=True))

@@ -12,18 +12,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from tianshou.algorithm.algorithm_base import OnPolicyAlgorithm, TrainingStats
-from tianshou.algorithm.modelfree.reinforce import (
-    ProbabilisticActorPolicy,
+from tianshou.algorithm._update_helpers import (
     action_tensor,
-    check_finite_loss,
     iterate_minibatches,
     per_sample,
-    require_samples,
     training_view,
 )
+from tianshou.algorithm.algorithm_base import OnPolicyAlgorithm, TrainingStats
+from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch, ReplayBuffer, SequenceSummaryStats
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.stats import SequenceSummaryStats
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import torch_device
 
@@ -183,7 +183,6 @@ class A2C(ActorCriticOnPolicyAlgorithm):
         self.ent_coef = ent_coef
 
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
-        require_samples(indices)
         batch = self._add_returns_and_advantages(batch, buffer, indices)
         batch.act = action_tensor(batch.act, torch_device(self.policy))
         return batch
@@ -191,7 +190,7 @@ class A2C(ActorCriticOnPolicyAlgorithm):
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> A2CTrainingStats:
-        history: list[tuple[float, float, float, float]] = []
+        history: list[list[float]] = []
         for minibatch in iterate_minibatches(training_view(batch), batch_size, repeat):
             dist = self.policy(minibatch).dist
             adv = minibatch.adv
@@ -201,15 +200,15 @@ class A2C(ActorCriticOnPolicyAlgorithm):
             vf_loss = (minibatch.returns - value).pow(2).mean()
             ent_loss = dist.entropy().mean()
             loss = actor_loss + self.vf_coef * vf_loss - self.ent_coef * ent_loss
-            total = check_finite_loss(
-                loss, actor_loss=actor_loss, vf_loss=vf_loss, entropy=ent_loss
+            history.append(
+                self.optim.step_with_loss_values(
+                    loss, actor_loss=actor_loss, vf_loss=vf_loss, entropy=ent_loss
+                )
             )
-            self.optim.step(loss)
-            history.append((total, actor_loss.item(), vf_loss.item(), ent_loss.item()))
         return summarize_losses(history)
 
 
-def summarize_losses(history: list[tuple[float, float, float, float]]) -> A2CTrainingStats:
+def summarize_losses(history: list[list[float]]) -> A2CTrainingStats:
     """Turn per-step ``(loss, actor_loss, vf_loss, ent_loss)`` records into training stats."""
     columns = np.asarray(history, dtype=np.float64).T
     loss, actor_loss, vf_loss, ent_loss = (SequenceSummaryStats.from_sequence(c) for c in columns)

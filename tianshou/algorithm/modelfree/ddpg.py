@@ -7,8 +7,6 @@ step. ``DDPG`` trains a deterministic actor to maximise that critic.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -18,16 +16,20 @@ import torch
 from gymnasium.spaces import Box
 from torch import nn
 
+from tianshou.algorithm._update_helpers import exclusive_parameters, frozen
 from tianshou.algorithm.algorithm_base import (
     ActionBoundMethod,
+    Algorithm,
     LaggedNetworkPolyakUpdateAlgorithmMixin,
     OffPolicyAlgorithm,
     Policy,
+    PolicyState,
     TrainingStats,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch, ReplayBuffer
-from tianshou.exploration import BaseNoise, GaussianNoise
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.exploration.random import BaseNoise, GaussianNoise
 
 
 @dataclass(kw_only=True)
@@ -126,7 +128,11 @@ class ContinuousDeterministicPolicy(ContinuousPolicyWithExplorationNoise):
         self.actor = actor
 
     def forward(
-        self, batch: Batch, state: Any = None, model: nn.Module | None = None, **kwargs: Any
+        self,
+        batch: Batch,
+        state: PolicyState = None,
+        model: nn.Module | None = None,
+        **kwargs: Any,
     ) -> Batch:
         """Actions ``actor(obs)``; ``model`` evaluates another actor (e.g. a target copy).
 
@@ -227,7 +233,7 @@ class ActorCriticOffPolicyAlgorithm(
 
     @staticmethod
     def _minimize_critic_squared_loss(
-        batch: Batch, critic: nn.Module, optimizer: Any
+        batch: Batch, critic: nn.Module, optimizer: Algorithm.Optimizer
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One gradient step of ``critic`` on its squared TD error; returns ``(td, loss)``."""
         td_error, loss = ActorCriticOffPolicyAlgorithm._critic_td_loss(batch, critic)
@@ -283,53 +289,8 @@ class DDPG(ActorCriticOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
         act = self.policy(batch).act
         with frozen(self._critic_only_params):
             actor_loss = -self.critic(batch.obs, act).mean()
-        self.policy_optim.step(actor_loss)
-        self._update_lagged_network_weights()
-        actor_value, critic_value = finite_values(actor_loss=actor_loss, critic_loss=critic_loss)
-        return DDPGTrainingStats(actor_loss=actor_value, critic_loss=critic_value)
-
-
-def finite_values(**losses: torch.Tensor) -> list[float]:
-    """The losses as floats, read with a single device sync; raise if any is NaN or infinite.
-
-    :raises FloatingPointError: naming the non-finite losses.
-    """
-    values = torch.stack([loss.detach().reshape(()) for loss in losses.values()]).tolist()
-    bad = {
-        name: value for name, value in zip(losses, values, strict=True) if not np.isfinite(value)
-    }
-    if bad:
-        raise FloatingPointError(
-            f"non-finite losses {bad}; the networks or the training data produced NaN or "
-            "infinity (check rewards, observations and the learning rates)"
+        actor_value, critic_value = self.policy_optim.step_with_loss_values(
+            actor_loss, critic_loss=critic_loss
         )
-    return values
-
-
-def exclusive_parameters(modules: Iterable[nn.Module], exclude: nn.Module) -> list[nn.Parameter]:
-    """The parameters of ``modules`` that ``exclude`` does not also hold (each listed once)."""
-    seen = {id(p) for p in exclude.parameters()}
-    result = []
-    for module in modules:
-        for param in module.parameters():
-            if id(param) not in seen:
-                seen.add(id(param))
-                result.append(param)
-    return result
-
-
-@contextmanager
-def frozen(params: list[nn.Parameter]) -> Iterator[None]:
-    """Exclude ``params`` from autograd inside the body, then restore them.
-
-    An actor's loss goes through the critic, but only needs the gradient with respect to the
-    action: freezing the critic's own parameters skips computing their (discarded) gradients.
-    """
-    active = [p for p in params if p.requires_grad]
-    for param in active:
-        param.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for param in active:
-            param.requires_grad_(True)
+        self._update_lagged_network_weights()
+        return DDPGTrainingStats(actor_loss=actor_value, critic_loss=critic_value)

@@ -16,15 +16,18 @@ import torch.nn.functional as F
 from gymnasium.spaces import Discrete
 from torch import nn
 
+from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import (
     Algorithm,
     LaggedNetworkFullUpdateAlgorithmMixin,
     OffPolicyAlgorithm,
     Policy,
+    PolicyState,
 )
-from tianshou.algorithm.modelfree.reinforce import SimpleLossTrainingStats, check_finite_loss
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch, ReplayBuffer, to_numpy
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.utils.converter import to_numpy
 
 
 def _check_eps(name: str, eps: float) -> float:
@@ -87,7 +90,7 @@ class DiscreteQLearningPolicy(Policy):
     def forward(
         self,
         batch: Batch,
-        state: Any = None,
+        state: PolicyState = None,
         model: nn.Module | None = None,
         **kwargs: Any,
     ) -> Batch:
@@ -118,8 +121,8 @@ class DiscreteQLearningPolicy(Policy):
         return logits.masked_fill(~legal, -torch.inf)
 
     def evaluate(
-        self, batch: Batch, state: Any = None, model: nn.Module | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        self, batch: Batch, state: PolicyState = None, model: nn.Module | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, PolicyState]:
         """Run the model: ``(raw output, masked Q-values (B, n_actions), next hidden state)``.
 
         :raises TypeError: if the model does not return an ``(output, state)`` pair.
@@ -172,7 +175,7 @@ class DiscreteQLearningPolicy(Policy):
         return act
 
 
-def action_mask(obs: Any) -> Any:
+def action_mask(obs: np.ndarray | torch.Tensor | Batch) -> np.ndarray | None:
     """The legal-action mask carried by a Batch observation (key ``mask``), or None."""
     if isinstance(obs, Batch):
         return obs.__dict__.get("mask")
@@ -259,7 +262,7 @@ class QLearningOffPolicyAlgorithm(
         )
 
     @abstractmethod
-    def _target_q_compute_value(self, obs_next: Any) -> torch.Tensor:
+    def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """The bootstrap value of each next observation, shape ``(B,)``."""
 
 
@@ -301,7 +304,7 @@ class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):
         self.is_double = is_double
         self.huber_loss_delta = huber_loss_delta
 
-    def _target_q_compute_value(self, obs_next: Any) -> torch.Tensor:
+    def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Value of the next action: the max Q-value, or (double) the target network's value
         of the online model's greedy action. Illegal actions (``mask``) are never selected."""
         obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
@@ -331,7 +334,6 @@ class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):
         if weight is not None:
             per_sample = per_sample * torch.as_tensor(weight, device=q.device, dtype=q.dtype)
         loss = per_sample.mean()
-        loss_value = check_finite_loss(loss)
-        self.optim.step(loss)
+        (loss_value,) = self.optim.step_with_loss_values(loss)
         batch.weight = td_error.detach()
         return SimpleLossTrainingStats(loss=loss_value)

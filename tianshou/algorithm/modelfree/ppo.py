@@ -9,16 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from tianshou.algorithm._update_helpers import iterate_minibatches, per_sample, training_view
 from tianshou.algorithm.modelfree.a2c import A2C, A2CTrainingStats, summarize_losses
-from tianshou.algorithm.modelfree.reinforce import (
-    ProbabilisticActorPolicy,
-    check_finite_loss,
-    iterate_minibatches,
-    per_sample,
-    training_view,
-)
+from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch, ReplayBuffer
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
 
 
 class PPO(A2C):
@@ -107,7 +103,7 @@ class PPO(A2C):
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> A2CTrainingStats:
-        history: list[tuple[float, float, float, float]] = []
+        history: list[list[float]] = []
         view = training_view(batch)
         for pass_index in range(repeat):
             if pass_index > 0 and self.recompute_adv:
@@ -123,7 +119,7 @@ class PPO(A2C):
         batch = self._add_returns_and_advantages(batch, self._buffer, self._indices)
         return training_view(batch)
 
-    def _gradient_step(self, minibatch: Batch) -> tuple[float, float, float, float]:
+    def _gradient_step(self, minibatch: Batch) -> list[float]:
         """One optimizer step on ``minibatch``; returns (loss, clip, value, entropy) losses."""
         adv = minibatch.adv
         if self.advantage_normalization and len(adv) > 1:
@@ -137,9 +133,9 @@ class PPO(A2C):
         vf_loss = self.value_loss(value, minibatch.v_s, minibatch.returns)
         ent_loss = dist.entropy().mean()
         loss = clip_loss + self.vf_coef * vf_loss - self.ent_coef * ent_loss
-        total = check_finite_loss(loss, clip_loss=clip_loss, vf_loss=vf_loss, entropy=ent_loss)
-        self.optim.step(loss)
-        return total, clip_loss.item(), vf_loss.item(), ent_loss.item()
+        return self.optim.step_with_loss_values(
+            loss, clip_loss=clip_loss, vf_loss=vf_loss, entropy=ent_loss
+        )
 
     def clipped_surrogate(self, ratio: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
         """The per-sample surrogate objective (to be maximised), with dual clip if enabled.

@@ -1,14 +1,13 @@
 """Stochastic actor policies and REINFORCE, the Monte-Carlo policy-gradient algorithm.
 
 ``ProbabilisticActorPolicy`` turns an actor network's output into a torch distribution and
-samples actions from it; the on-policy actor-critic algorithms (A2C, PPO) reuse it. The helpers
-at the bottom (:func:`training_view`, :func:`check_finite_loss`) keep their update loops lean.
+samples actions from it; the on-policy actor-critic algorithms (A2C, PPO) reuse it. The update
+loops share their helpers (minibatches, the finite-loss guard) through
+:mod:`tianshou.algorithm._update_helpers`.
 """
 
-import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import gymnasium as gym
 import numpy as np
@@ -17,38 +16,37 @@ from gymnasium.spaces import Box, Discrete
 from torch import nn
 from torch.distributions import Categorical, Distribution
 
+from tianshou.algorithm._training_stats import LossSequenceTrainingStats, SimpleLossTrainingStats
+from tianshou.algorithm._update_helpers import (
+    action_tensor,
+    iterate_minibatches,
+    per_sample,
+    training_view,
+)
 from tianshou.algorithm.algorithm_base import (
     ActionBoundMethod,
     Algorithm,
     OnPolicyAlgorithm,
     Policy,
-    TrainingStats,
+    PolicyState,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch, ReplayBuffer, SequenceSummaryStats
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.stats import SequenceSummaryStats
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import torch_device
 
-TDistFn = Callable[[Any], Distribution]
-"""Maps the actor's output (a tensor, or a tuple such as ``(mu, sigma)``) to a distribution."""
+TDistFnContinuous: TypeAlias = Callable[[tuple[torch.Tensor, torch.Tensor]], Distribution]
+"""Builds a continuous action distribution from the actor's ``(mu, sigma)`` output, e.g.
+``lambda loc_scale: Independent(Normal(*loc_scale), 1)``."""
 
-# Keys an on-policy update reads from a sample; everything else (obs_next, rew, flags, ...) is
-# dropped before minibatching so that indexing a minibatch touches as little data as possible.
-_UPDATE_KEYS = ("obs", "info", "policy", "act", "returns", "adv", "v_s", "logp_old")
+TDistFnDiscrete: TypeAlias = Callable[[torch.Tensor], Distribution]
+"""Builds a discrete action distribution from the actor's ``(B, n)`` output, e.g.
+``torch.distributions.Categorical`` (probabilities) or ``lambda l: Categorical(logits=l)``."""
 
-
-@dataclass(kw_only=True)
-class LossSequenceTrainingStats(TrainingStats):
-    """Statistics of an update made of several gradient steps: a summary of their losses."""
-
-    loss: SequenceSummaryStats
-
-
-@dataclass(kw_only=True)
-class SimpleLossTrainingStats(TrainingStats):
-    """Statistics of an update made of a single gradient step."""
-
-    loss: float
+TDistFnDiscrOrCont: TypeAlias = TDistFnContinuous | TDistFnDiscrete
+"""Either kind of distribution builder; what :class:`ProbabilisticActorPolicy` accepts."""
 
 
 class ProbabilisticActorPolicy(Policy):
@@ -73,7 +71,7 @@ class ProbabilisticActorPolicy(Policy):
         self,
         *,
         actor: nn.Module,
-        dist_fn: TDistFn,
+        dist_fn: TDistFnDiscrOrCont,
         deterministic_eval: bool = False,
         action_space: gym.Space,
         observation_space: gym.Space | None = None,
@@ -94,7 +92,7 @@ class ProbabilisticActorPolicy(Policy):
         self._action_shape: tuple[int, ...] = tuple(action_space.shape or ())
         self._num_classes = action_space.n if isinstance(action_space, Discrete) else None
 
-    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+    def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """Sample actions (or take the mode, see ``deterministic_eval``) for ``batch.obs``.
 
         :return: a Batch with ``logits`` (the actor's raw output), ``act``, ``state`` (the
@@ -151,7 +149,7 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
         self,
         *,
         actor: nn.Module,
-        dist_fn: TDistFn = Categorical,
+        dist_fn: TDistFnDiscrete = Categorical,
         deterministic_eval: bool = False,
         action_space: gym.Space,
         observation_space: gym.Space | None = None,
@@ -234,7 +232,6 @@ class Reinforce(OnPolicyAlgorithm[ProbabilisticActorPolicy]):
         )
 
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
-        require_samples(indices)
         batch = self.discounted_return_computation.add_discounted_returns(batch, buffer, indices)
         device = torch_device(self.policy)
         batch.returns = torch.as_tensor(batch.returns, dtype=torch.float32, device=device)
@@ -249,71 +246,18 @@ class Reinforce(OnPolicyAlgorithm[ProbabilisticActorPolicy]):
             dist = self.policy(minibatch).dist
             log_prob = per_sample(dist.log_prob(minibatch.act), len(minibatch.returns))
             loss = -(log_prob * minibatch.returns).mean()
-            losses.append(check_finite_loss(loss))
-            self.optim.step(loss)
+            losses.extend(self.optim.step_with_loss_values(loss))
         return LossSequenceTrainingStats(loss=SequenceSummaryStats.from_sequence(losses))
 
 
-def action_tensor(act: Any, device: torch.device) -> torch.Tensor:
-    """Stored actions as a tensor for ``log_prob``: float32 if continuous, integer otherwise."""
-    tensor = torch.as_tensor(act, device=device)
-    return tensor.float() if tensor.is_floating_point() else tensor
-
-
-def per_sample(values: torch.Tensor, num_samples: int) -> torch.Tensor:
-    """Reshape per-sample values to ``(D, B)`` so a ``(B,)`` weight broadcasts over them.
-
-    Distributions without ``Independent`` give one log-probability per action dimension; each
-    dimension is then weighted separately, as in the published algorithms.
-    """
-    return values.reshape(num_samples, -1).transpose(0, 1)
-
-
-def require_samples(indices: np.ndarray) -> None:
-    """Refuse to update on an empty buffer, which has nothing to learn from."""
-    if len(indices) == 0:
-        raise ValueError("cannot update on an empty buffer; collect some transitions first")
-
-
-def training_view(batch: Batch) -> Batch:
-    """The part of a preprocessed batch that an update reads, as a lean Batch.
-
-    Only observations, infos, actions and the precomputed training targets are kept, so the
-    per-minibatch indexing copies no unused columns (``obs_next``, rewards, flags).
-    """
-    if len(batch) == 0:
-        raise ValueError("cannot update on an empty batch; collect some transitions first")
-    data = batch.__dict__
-    return Batch._from_parsed_dict({key: data[key] for key in _UPDATE_KEYS if key in data})
-
-
-def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Iterable[Batch]:
-    """Yield shuffled minibatches of ``view`` for ``repeat`` passes over it.
-
-    :param batch_size: rows per minibatch; None means the whole batch at once. A shorter last
-        minibatch is merged into the previous one.
-    :param repeat: number of passes (epochs) over the data.
-    """
-    if batch_size is not None and batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int or None, got {batch_size}")
-    if repeat < 1:
-        raise ValueError(f"repeat must be at least 1, got {repeat}")
-    split_size = batch_size or -1
-    for _ in range(repeat):
-        yield from view.split(split_size, merge_last=True)
-
-
-def check_finite_loss(loss: torch.Tensor, **parts: torch.Tensor) -> float:
-    """Return ``loss`` as a float, or raise before a NaN/inf loss can corrupt the parameters.
-
-    :param parts: the loss's components, reported in the error message to show where it broke.
-    """
-    value = loss.item()
-    if not math.isfinite(value):
-        detail = ", ".join(f"{name}={part.item():.6g}" for name, part in parts.items())
-        raise FloatingPointError(
-            f"the loss is {value}{' (' + detail + ')' if detail else ''}; the networks or the "
-            "training data produced a non-finite value (check rewards, observations and the "
-            "learning rate)"
-        )
-    return cast(float, value)
+__all__ = [
+    "DiscountedReturnComputation",
+    "DiscreteActorPolicy",
+    "LossSequenceTrainingStats",
+    "ProbabilisticActorPolicy",
+    "Reinforce",
+    "SimpleLossTrainingStats",
+    "TDistFnContinuous",
+    "TDistFnDiscrOrCont",
+    "TDistFnDiscrete",
+]

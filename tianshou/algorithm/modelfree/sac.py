@@ -18,19 +18,38 @@ import torch
 from torch import nn
 from torch.distributions import Independent, Normal
 
-from tianshou.algorithm.algorithm_base import TrainingStats
-from tianshou.algorithm.modelfree.ddpg import (
-    ContinuousPolicyWithExplorationNoise,
-    finite_values,
-    frozen,
-)
+from tianshou.algorithm._update_helpers import finite_loss_values, frozen
+from tianshou.algorithm.algorithm_base import PolicyState, TrainingStats
+from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoise
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch
-from tianshou.exploration import BaseNoise
+from tianshou.data.batch import Batch
+from tianshou.exploration.random import BaseNoise
 
 _TANH_EPS = float(np.finfo(np.float32).eps)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def correct_log_prob_gaussian_tanh(
+    log_prob: torch.Tensor,
+    tanh_squashed_action: torch.Tensor,
+    eps: float = _TANH_EPS,
+) -> torch.Tensor:
+    """The log-density of ``a = tanh(u)`` from the log-density of the Gaussian sample ``u``.
+
+    By the change of variables, ``log p(a) = log p(u) - sum_i log(1 - a_i^2)`` (Haarnoja et al.
+    2018, "Soft Actor-Critic", appendix C, eq. 21); ``eps`` keeps the logarithm finite where
+    the squashed action saturates at -1 or 1.
+
+    :param log_prob: ``log p(u)`` summed over the action dimensions, shape ``(B, 1)`` (or
+        ``(B,)``; the result then has that shape too).
+    :param tanh_squashed_action: the squashed actions ``a``, shape ``(B, action_dim)``.
+    :param eps: added inside the logarithm for numerical stability.
+    """
+    correction = torch.log(1.0 - tanh_squashed_action.square() + eps).sum(-1, keepdim=True)
+    if log_prob.dim() < tanh_squashed_action.dim():
+        correction = correction.squeeze(-1)
+    return log_prob - correction
 
 
 @dataclass(kw_only=True)
@@ -83,7 +102,7 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
         self.deterministic_eval = deterministic_eval
         self._action_shape = tuple(action_space.shape or ())
 
-    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+    def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """Squashed actions for ``batch.obs`` and their log-probabilities.
 
         :return: a Batch with ``logits`` (``mu`` and ``sigma`` stacked), ``act`` (in [-1, 1]),
@@ -92,16 +111,16 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
         """
         mu, sigma, hidden = self._gaussian_parameters(batch, state)
         if self.deterministic_eval and not self.is_within_training_step:
+            # the Gaussian's log-density at its mean
             act = torch.tanh(mu)
-            # the Gaussian's log-density at its mean, plus the tanh change of variables
-            neg_log_prob = sigma.log() + torch.log(1.0 - act.square() + _TANH_EPS)
+            neg_log_prob = sigma.log()
         else:
+            # the reparameterised sample mu + sigma * noise, whose log-density only needs noise
             noise = torch.randn_like(mu)
             act = torch.tanh(mu + sigma * noise)
-            neg_log_prob = (
-                0.5 * noise.square() + sigma.log() + torch.log(1.0 - act.square() + _TANH_EPS)
-            )
-        log_prob = neg_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
+            neg_log_prob = 0.5 * noise.square() + sigma.log()
+        gaussian_log_prob = neg_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
+        log_prob = correct_log_prob_gaussian_tanh(gaussian_log_prob, act)
         dist = Independent(Normal(mu, sigma, validate_args=False), 1, validate_args=False)
         return Batch._from_parsed_dict(
             {
@@ -114,8 +133,8 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
         )
 
     def _gaussian_parameters(
-        self, batch: Batch, state: Any
-    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        self, batch: Batch, state: PolicyState
+    ) -> tuple[torch.Tensor, torch.Tensor, PolicyState]:
         """``(mu, sigma, hidden)`` from the actor, with the shapes checked against the space."""
         output = self.actor(batch.obs, state=state, info=batch.get("info"))
         try:
@@ -140,6 +159,18 @@ class Alpha(ABC):
     Learned coefficients are also ``nn.Module`` s (like :class:`AutoAlpha`), so that their
     parameters are part of the algorithm's state dict.
     """
+
+    @staticmethod
+    def from_float_or_instance(alpha: "float | Alpha") -> "Alpha":
+        """``alpha`` itself if it is an :class:`Alpha`, else a :class:`FixedAlpha` of the float.
+
+        :raises TypeError: for anything else (booleans included).
+        """
+        if isinstance(alpha, Alpha):
+            return alpha
+        if isinstance(alpha, int | float) and not isinstance(alpha, bool):
+            return FixedAlpha(float(alpha))
+        raise TypeError(f"alpha must be a float or an Alpha (e.g. AutoAlpha), got {alpha!r}")
 
     @property
     @abstractmethod
@@ -279,19 +310,11 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             n_step_return_horizon=n_step_return_horizon,
         )
         self.deterministic_eval = deterministic_eval
-        self.alpha = self._as_alpha(alpha)
+        self.alpha = Alpha.from_float_or_instance(alpha)
         if isinstance(self.alpha, AutoAlpha):
             # register the coefficient's optimizer so that checkpoints include its state
             registered = self._create_optimizer(self.alpha, self.alpha._optim_factory)
             self.alpha._optim = registered.torch_optimizer
-
-    @staticmethod
-    def _as_alpha(alpha: float | Alpha) -> Alpha:
-        if isinstance(alpha, Alpha):
-            return alpha
-        if isinstance(alpha, int | float) and not isinstance(alpha, bool):
-            return FixedAlpha(float(alpha))
-        raise TypeError(f"alpha must be a float or an Alpha (e.g. AutoAlpha), got {alpha!r}")
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         return self.policy(obs_batch)
@@ -309,30 +332,29 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             q1 = self.critic(batch.obs, result.act).flatten()
             q2 = self.critic2(batch.obs, result.act).flatten()
         actor_loss = (alpha * result.log_prob.flatten() - torch.min(q1, q2)).mean()
-        self.policy_optim.step(actor_loss)
+        (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
         alpha_loss = self.alpha._loss(-result.log_prob.detach())
         self._update_lagged_network_weights()
-        return self._stats(actor_loss, critic1_loss, critic2_loss, alpha_loss)
-
-    def _stats(
-        self,
-        actor_loss: torch.Tensor,
-        critic1_loss: torch.Tensor,
-        critic2_loss: torch.Tensor,
-        alpha_loss: torch.Tensor | None,
-    ) -> SACTrainingStats:
-        """Read every statistic with one device sync and fail on a non-finite loss."""
-        losses = {"actor_loss": actor_loss, "critic1_loss": critic1_loss}
-        losses["critic2_loss"] = critic2_loss
-        coefficient = self.alpha._coefficient()
-        losses["alpha"] = torch.as_tensor(coefficient, device=actor_loss.device)
-        if alpha_loss is not None:
-            losses["alpha_loss"] = alpha_loss.to(actor_loss.device)
-        values = dict(zip(losses, finite_values(**losses), strict=True))
+        alpha_value, alpha_loss_value = self._alpha_stats(alpha_loss)
         return SACTrainingStats(
-            actor_loss=values["actor_loss"],
-            critic1_loss=values["critic1_loss"],
-            critic2_loss=values["critic2_loss"],
-            alpha=values["alpha"],
-            alpha_loss=values.get("alpha_loss"),
+            actor_loss=actor_value,
+            critic1_loss=critic1_loss,
+            critic2_loss=critic2_loss,
+            alpha=alpha_value,
+            alpha_loss=alpha_loss_value,
         )
+
+    def _alpha_stats(self, alpha_loss: torch.Tensor | None) -> tuple[float, float | None]:
+        """The coefficient after the update and its loss (None if fixed), with one device sync.
+
+        :raises FloatingPointError: if a learned coefficient or its loss became NaN or infinite.
+        """
+        coefficient = self.alpha._coefficient()
+        if alpha_loss is None:
+            return float(coefficient), None
+        alpha_value, alpha_loss_value = finite_loss_values(
+            "the entropy coefficient's optimizer",
+            alpha=torch.as_tensor(coefficient, device=alpha_loss.device),
+            alpha_loss=alpha_loss,
+        )
+        return alpha_value, alpha_loss_value

@@ -14,17 +14,15 @@ from typing import Generic
 import torch
 from torch import nn
 
+from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import TrainingStats
 from tianshou.algorithm.modelfree.ddpg import (
     ActorCriticOffPolicyAlgorithm,
     ContinuousDeterministicPolicy,
     TPolicy,
-    exclusive_parameters,
-    finite_values,
-    frozen,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data import Batch
+from tianshou.data.batch import Batch
 
 
 @dataclass(kw_only=True)
@@ -104,35 +102,32 @@ class ActorDualCriticsOffPolicyAlgorithm(
             self.critic2_old(obs_batch.obs, act_batch.act),
         )
 
-    def _minimize_critics(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    def _minimize_critics(self, batch: Batch) -> tuple[float, float]:
         """One gradient step of both critics on their squared TD errors; returns both losses
         and stores the mean TD error in ``batch.weight`` (new priorities).
 
         Critics that share no parameters get their gradients from a single backward pass of
         the summed losses, which is each critic's own gradient.
+
+        :raises FloatingPointError: if a loss is NaN or infinite; no critic is changed then.
         """
         td1, critic1_loss = self._critic_td_loss(batch, self.critic)
         td2, critic2_loss = self._critic_td_loss(batch, self.critic2)
         batch.weight = ((td1 + td2) / 2.0).detach()
+        critic1_value, critic2_value = finite_loss_values(
+            "the critics' optimizers", critic1_loss=critic1_loss, critic2_loss=critic2_loss
+        )
         if self._critics_share_parameters:
             self.critic_optim.step(critic1_loss)
             self.critic2_optim.step(critic2_loss)
-            return critic1_loss, critic2_loss
-        total = critic1_loss + critic2_loss
-        if not torch.isfinite(total):
-            raise FloatingPointError(
-                f"the critics' losses are not finite (critic1_loss={critic1_loss.item()}, "
-                f"critic2_loss={critic2_loss.item()}); refusing to step so the parameters stay "
-                "intact. Check the rewards/observations for NaN or huge values, and the "
-                "learning rates."
-            )
+            return critic1_value, critic2_value
         optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
-        total.backward()
+        (critic1_loss + critic2_loss).backward()
         for optimizer in optimizers:
             optimizer.step()
-        return critic1_loss, critic2_loss
+        return critic1_value, critic2_value
 
 
 class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
@@ -204,19 +199,15 @@ class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
 
     def _update_with_batch(self, batch: Batch) -> TD3TrainingStats:
         critic1_loss, critic2_loss = self._minimize_critics(batch)
-        losses = {"critic1_loss": critic1_loss, "critic2_loss": critic2_loss}
         if self._cnt % self.update_actor_freq == 0:
             act = self.policy(batch).act
             with frozen(self._critic_only_params):
                 actor_loss = -self.critic(batch.obs, act).mean()
-            self.policy_optim.step(actor_loss)
+            (self._last_actor_loss,) = self.policy_optim.step_with_loss_values(actor_loss)
             self._update_lagged_network_weights()
-            losses["actor_loss"] = actor_loss
         self._cnt += 1
-        values = dict(zip(losses, finite_values(**losses), strict=True))
-        self._last_actor_loss = values.get("actor_loss", self._last_actor_loss)
         return TD3TrainingStats(
             actor_loss=self._last_actor_loss,
-            critic1_loss=values["critic1_loss"],
-            critic2_loss=values["critic2_loss"],
+            critic1_loss=critic1_loss,
+            critic2_loss=critic2_loss,
         )

@@ -1,0 +1,117 @@
+"""The shared update helpers: the finite-loss guard, minibatches, frozen and exclusive parameters,
+and the import structure they allow (algorithms import defining modules, not each other)."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import tianshou.algorithm
+from test.algorithm.modelfree.test_sac import OBS_DIM, Critic
+from tianshou.algorithm._update_helpers import (
+    exclusive_parameters,
+    finite_loss_values,
+    frozen,
+    iterate_minibatches,
+    training_view,
+)
+from tianshou.data import Batch
+
+ALGORITHM_DIR = Path(tianshou.algorithm.__file__).parent
+
+
+class TestFiniteLossValues:
+    def test_reads_every_loss_in_order(self) -> None:
+        values = finite_loss_values(
+            "test", loss=torch.tensor(1.5), part=torch.tensor([2.0], dtype=torch.float16)
+        )
+        assert values == [1.5, 2.0]
+
+    def test_names_each_non_finite_loss_and_the_context(self) -> None:
+        with pytest.raises(FloatingPointError) as error:
+            finite_loss_values(
+                "the optimizer of Critic",
+                loss=torch.tensor(float("nan")),
+                vf_loss=torch.tensor(0.5),
+                entropy=torch.tensor(float("inf")),
+            )
+        message = str(error.value)
+        assert message.startswith("the optimizer of Critic: the loss is not finite")
+        assert "loss=nan, vf_loss=0.5, entropy=inf" in message
+
+    def test_refuses_a_non_scalar_loss(self) -> None:
+        with pytest.raises(ValueError, match=r"per_sample must be a scalar loss.*\(3,\)"):
+            finite_loss_values("test", per_sample=torch.ones(3))
+
+
+class TestMinibatches:
+    def test_training_view_keeps_only_update_keys(self) -> None:
+        batch = Batch(obs=np.zeros((4, 2)), obs_next=np.ones((4, 2)), act=np.arange(4))
+        view = training_view(batch)
+        assert set(view.keys()) == {"obs", "act"}
+
+    def test_training_view_refuses_an_empty_batch(self) -> None:
+        with pytest.raises(ValueError, match="empty batch"):
+            training_view(Batch(obs=np.zeros((0, 2))))
+
+    def test_every_row_once_per_pass_and_short_last_merged(self) -> None:
+        view = Batch(act=np.arange(7))
+        batches = list(iterate_minibatches(view, batch_size=3, repeat=2))
+        assert [len(b) for b in batches] == [3, 4, 3, 4]
+        for first, second in ((0, 1), (2, 3)):
+            rows = np.concatenate([batches[first].act, batches[second].act])
+            assert sorted(rows) == list(range(7))
+
+    @pytest.mark.parametrize(("batch_size", "repeat"), [(0, 1), (2, 0)])
+    def test_bad_arguments(self, batch_size: int, repeat: int) -> None:
+        with pytest.raises(ValueError):
+            list(iterate_minibatches(Batch(act=np.arange(4)), batch_size, repeat))
+
+
+def test_frozen_restores_requires_grad_and_skips_gradients() -> None:
+    critic = Critic()
+    already_frozen = critic.net[2].bias
+    already_frozen.requires_grad_(False)
+    act = torch.zeros(2, 2, requires_grad=True)
+    with frozen(list(critic.parameters())):
+        critic(torch.zeros(2, OBS_DIM), act).sum().backward()
+    assert act.grad is not None
+    assert all(p.grad is None for p in critic.parameters())
+    assert critic.net[0].weight.requires_grad and not already_frozen.requires_grad
+
+
+def test_exclusive_parameters_skips_shared_ones() -> None:
+    shared = nn.Linear(2, 2)
+    actor, critic = nn.Sequential(shared), nn.Sequential(shared, nn.Linear(2, 1))
+    params = exclusive_parameters([critic, critic], actor)
+    assert [p.shape for p in params] == [torch.Size([1, 2]), torch.Size([1])]
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+    return modules
+
+
+@pytest.mark.parametrize(
+    "path", sorted(ALGORITHM_DIR.rglob("*.py")), ids=lambda p: str(p.relative_to(ALGORITHM_DIR))
+)
+def test_algorithm_code_imports_data_from_the_defining_modules(path: Path) -> None:
+    # ``tianshou.data`` loads the collectors, which import the algorithm layer: a cycle
+    assert "tianshou.data" not in _imported_modules(path)
+
+
+@pytest.mark.parametrize("module", ["dqn", "ddpg", "td3", "sac", "a2c", "ppo"])
+def test_algorithms_take_shared_helpers_from_the_helpers_module(module: str) -> None:
+    imported = _imported_modules(ALGORITHM_DIR / "modelfree" / f"{module}.py")
+    assert "tianshou.algorithm._update_helpers" in imported or module == "dqn"
+    if module in ("dqn", "ddpg", "td3", "sac"):
+        assert "tianshou.algorithm.modelfree.reinforce" not in imported

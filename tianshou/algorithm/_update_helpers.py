@@ -1,0 +1,135 @@
+"""What the algorithms' update steps share: the finite-loss guard, minibatch iteration, action and
+log-probability shaping, and freezing parameters an actor's loss passes through.
+
+The finite-loss guard, :func:`finite_loss_values`, is the only NaN/inf check of the package:
+``Algorithm.Optimizer`` runs it before every step (so a non-finite loss never reaches the
+parameters), and algorithms read their losses for the training stats through it, with one device
+sync for all of them.
+"""
+
+import math
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import torch
+from numpy.typing import ArrayLike
+from torch import nn
+
+from tianshou.data.batch import Batch
+
+# Keys an on-policy update reads from a sample; everything else (obs_next, rew, flags, ...) is
+# dropped before minibatching so that indexing a minibatch touches as little data as possible.
+_UPDATE_KEYS = ("obs", "info", "policy", "act", "returns", "adv", "v_s", "logp_old")
+
+
+def finite_loss_values(context: str, **losses: torch.Tensor) -> list[float]:
+    """The scalar ``losses`` as floats, read with one device sync, or an error if any is NaN/inf.
+
+    :param context: who computed the losses (e.g. ``"the optimizer of Critic"``), for the error.
+    :param losses: one-element loss tensors, by name; the names appear in the error.
+    :raises FloatingPointError: naming every non-finite loss and its value.
+    """
+    device = next(iter(losses.values())).device
+    detached = []
+    for name, loss in losses.items():
+        if loss.numel() != 1:
+            raise ValueError(
+                f"{name} must be a scalar loss, got a tensor of shape {tuple(loss.shape)}; "
+                "reduce it (e.g. .mean()) before stepping"
+            )
+        detached.append(loss.detach().reshape(()).to(device=device, dtype=torch.float64))
+    values: list[float] = torch.stack(detached).tolist()
+    if not all(math.isfinite(value) for value in values):
+        named = zip(losses, values, strict=True)
+        report = ", ".join(f"{name}={value:.6g}" for name, value in named)
+        raise FloatingPointError(
+            f"{context}: the loss is not finite ({report}); refusing to step so the parameters "
+            "stay intact. Check the rewards and observations for NaN or huge values, and the "
+            "learning rate."
+        )
+    return values
+
+
+def training_view(batch: Batch) -> Batch:
+    """The part of a preprocessed on-policy batch that an update reads, as a lean Batch.
+
+    Only observations, infos, actions and the precomputed training targets are kept, so the
+    per-minibatch indexing copies no unused columns (``obs_next``, rewards, flags).
+
+    :raises ValueError: for an empty batch, which has nothing to learn from.
+    """
+    if len(batch) == 0:
+        raise ValueError("cannot update on an empty batch; collect some transitions first")
+    data = batch.__dict__
+    return Batch._from_parsed_dict({key: data[key] for key in _UPDATE_KEYS if key in data})
+
+
+def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Iterable[Batch]:
+    """Yield shuffled minibatches of ``view`` for ``repeat`` passes over it.
+
+    :param batch_size: rows per minibatch; None means the whole batch at once. A shorter last
+        minibatch is merged into the previous one.
+    :param repeat: number of passes (epochs) over the data.
+    """
+    if batch_size is not None and batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int or None, got {batch_size}")
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    split_size = batch_size or -1
+    for _ in range(repeat):
+        yield from view.split(split_size, merge_last=True)
+
+
+def action_tensor(act: ArrayLike | torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Stored actions as a tensor for ``log_prob``: float32 if continuous, integer otherwise."""
+    tensor = torch.as_tensor(act, device=device)
+    return tensor.float() if tensor.is_floating_point() else tensor
+
+
+def per_sample(values: torch.Tensor, num_samples: int) -> torch.Tensor:
+    """Reshape per-sample values to ``(D, B)`` so a ``(B,)`` weight broadcasts over them.
+
+    Distributions without ``Independent`` give one log-probability per action dimension; each
+    dimension is then weighted separately, as in the published algorithms.
+    """
+    return values.reshape(num_samples, -1).transpose(0, 1)
+
+
+def exclusive_parameters(modules: Iterable[nn.Module], exclude: nn.Module) -> list[nn.Parameter]:
+    """The parameters of ``modules`` that ``exclude`` does not also hold (each listed once)."""
+    seen = {id(p) for p in exclude.parameters()}
+    result = []
+    for module in modules:
+        for param in module.parameters():
+            if id(param) not in seen:
+                seen.add(id(param))
+                result.append(param)
+    return result
+
+
+@contextmanager
+def frozen(params: list[nn.Parameter]) -> Iterator[None]:
+    """Exclude ``params`` from autograd inside the body, then restore them.
+
+    An actor's loss goes through the critic, but only needs the gradient with respect to the
+    action: freezing the critic's own parameters skips computing their (discarded) gradients.
+    """
+    active = [p for p in params if p.requires_grad]
+    for param in active:
+        param.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for param in active:
+            param.requires_grad_(True)
+
+
+__all__ = [
+    "action_tensor",
+    "exclusive_parameters",
+    "finite_loss_values",
+    "frozen",
+    "iterate_minibatches",
+    "per_sample",
+    "training_view",
+]
