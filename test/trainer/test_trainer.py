@@ -6,11 +6,14 @@ counters can be checked exactly.
 """
 
 import dataclasses
+import logging
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from torch.utils.tensorboard import SummaryWriter
 
 import tianshou.config
 from test.trainer.stand_ins import (
@@ -34,7 +37,7 @@ from tianshou.trainer import (
     OnPolicyTrainer,
     OnPolicyTrainerParams,
 )
-from tianshou.utils.logger import TensorboardLogger
+from tianshou.utils.logger import BaseLogger, CSVLogger, TensorboardLogger
 
 QUIET: dict[str, Any] = {"verbose": False, "show_progress": False}
 
@@ -326,8 +329,6 @@ def test_multi_agent_return_reduction() -> None:
 
 
 def test_resume_from_tensorboard_checkpoint(tmp_path: Any) -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
     uninterrupted, _ = off_policy_setup(max_epochs=3)
     expected = uninterrupted.run()
 
@@ -359,6 +360,83 @@ def test_resume_from_tensorboard_checkpoint(tmp_path: Any) -> None:
     assert (info.update_step, info.train_step) == (expected.update_step, expected.train_step)
     assert checkpoints[-1] == (3, 36, 9)
     assert resumed_logger.restore_data() == (3, 36, 9)
+
+
+LOGGER_FACTORIES: dict[str, Callable[[str], BaseLogger]] = {
+    "tensorboard": lambda log_dir: TensorboardLogger(SummaryWriter(log_dir)),
+    "csv": lambda log_dir: CSVLogger(log_dir),
+}
+
+
+@pytest.mark.parametrize("logger_kind", sorted(LOGGER_FACTORIES))
+def test_best_result_survives_a_resume(
+    tmp_path: Any, logger_kind: str, capsys: pytest.CaptureFixture
+) -> None:
+    """The first run reaches its best (10, in epoch 2); the resumed run's policy only scores 5,
+    so its initial test must neither replace the best nor call ``save_best_fn``."""
+    make_logger = LOGGER_FACTORIES[logger_kind]
+    log_dir = str(tmp_path / "log")
+    first, _ = off_policy_setup(
+        switch_after=8,
+        max_epochs=2,
+        logger=make_logger(log_dir),
+        save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt_{epoch}.pt"),
+    )
+    assert first.run().best_reward == 10.0
+
+    saved: list[int] = []
+    resumed, _ = off_policy_setup(
+        max_epochs=3,
+        logger=make_logger(log_dir),
+        resume_from_log=True,
+        save_best_fn=lambda algo: saved.append(algo.policy.level),
+        verbose=True,
+    )
+    capsys.readouterr()
+    info = resumed.run()
+    assert (info.best_reward, info.best_score, info.best_reward_std) == (10.0, 10.0, 0.0)
+    assert saved == []
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "Epoch #2: test_reward: 5.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 in #2",
+        "Epoch #3: test_reward: 5.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 in #2",
+    ]
+
+
+def test_resume_from_an_empty_log_dir_says_nothing_was_resumed(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    log_dir = str(tmp_path / "empty")
+    trainer, _ = off_policy_setup(
+        max_epochs=1, logger=TensorboardLogger(SummaryWriter(log_dir)), resume_from_log=True
+    )
+    with caplog.at_level(logging.WARNING, logger="tianshou.trainer"):
+        info = trainer.run()
+    (record,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "nothing was resumed" in record.getMessage()
+    assert "starts from scratch" in record.getMessage() and log_dir in record.getMessage()
+    assert (info.train_step, info.update_step, info.best_reward) == (12, 3, 5.0)
+
+
+def test_resume_without_a_logged_best_result_says_so(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A checkpoint whose run logged no info record (here: info_interval too large) restores
+    the counters; the initial test step then sets the best result, and a warning says so."""
+    log_dir = str(tmp_path / "log")
+    first, _ = off_policy_setup(
+        switch_after=2,
+        max_epochs=1,
+        logger=TensorboardLogger(SummaryWriter(log_dir), info_interval=100),
+        save_checkpoint_fn=lambda *_: "ckpt.pt",
+    )
+    first.run()
+    resumed, _ = off_policy_setup(
+        max_epochs=2, logger=TensorboardLogger(SummaryWriter(log_dir)), resume_from_log=True
+    )
+    with caplog.at_level(logging.WARNING, logger="tianshou.trainer"):
+        info = resumed.run()
+    assert "no logged best result" in caplog.text
+    assert info.best_reward == 5.0 and info.train_step == 24
 
 
 def test_cartpole_random_policy_with_progress_bar(capsys: pytest.CaptureFixture) -> None:

@@ -5,6 +5,7 @@ from torch import nn
 from tianshou.utils.lagged_network import (
     EvalModeModuleWrapper,
     LaggedNetworkCollection,
+    LaggedNetworkPair,
     polyak_parameter_update,
 )
 
@@ -77,3 +78,21 @@ def test_collection_polyak_updates_every_registered_network() -> None:
         for p in t.parameters():
             torch.testing.assert_close(p, torch.full_like(p, 0.5))
     LaggedNetworkCollection().polyak_parameter_update(0.5)  # nothing registered: no-op
+
+
+def test_lagged_network_pair_holds_target_and_source_with_their_tensors() -> None:
+    src, tgt = _net(), _net()
+    pair = LaggedNetworkPair(target=tgt, source=src)
+    assert pair.target is tgt and pair.source is src
+    assert [id(p) for p in pair.source_params] == [id(p) for p in src.parameters()]
+    assert [id(b) for b in pair.target_buffers] == [id(b) for b in tgt.buffers()]
+    assert "params" not in repr(pair)
+
+
+def test_collection_pairs_each_copy_with_its_source() -> None:
+    src = _net()
+    lagged = LaggedNetworkCollection()
+    target = lagged.add_lagged_network(src)
+    (pair,) = lagged._pairs
+    assert isinstance(pair, LaggedNetworkPair)
+    assert pair.source is src and pair.target is target.module

@@ -52,7 +52,7 @@ def test_device_of_module() -> None:
 def test_uniform_dist_over_box_has_batch_shape_and_bounds() -> None:
     low = np.array([-1.0, 0.0, 2.0], dtype=np.float32)
     high = np.array([1.0, 0.5, 5.0], dtype=np.float32)
-    dist = create_uniform_action_dist(gym.spaces.Box(low=low, high=high), size=4)
+    dist = create_uniform_action_dist(gym.spaces.Box(low=low, high=high), batch_size=4)
     assert isinstance(dist, Uniform)
     assert dist.batch_shape == (4, 3)
     torch.manual_seed(0)
@@ -71,7 +71,7 @@ def test_uniform_dist_over_multidim_box_keeps_action_shape() -> None:
 
 
 def test_uniform_dist_over_discrete_has_equal_probabilities() -> None:
-    dist = create_uniform_action_dist(gym.spaces.Discrete(5), size=3)
+    dist = create_uniform_action_dist(gym.spaces.Discrete(5), batch_size=3)
     assert isinstance(dist, Categorical)
     assert dist.probs.shape == (3, 5)
     torch.testing.assert_close(dist.probs, torch.full((3, 5), 0.2))

@@ -67,7 +67,9 @@ class TrainerParams:
         update_step)`` at the end of epochs; it saves whatever is needed to resume and returns the
         checkpoint's path.
     :param resume_from_log: start from the epoch and step counters of the logger's last
-        checkpoint (restore the algorithm and buffer yourself before training).
+        checkpoint and from the best result it logged up to then (restore the algorithm and
+        buffer yourself before training). If the logger holds no checkpoint, a warning says that
+        nothing was resumed and training starts from scratch.
     :param multi_agent_return_reduction: maps multi-agent returns of shape ``(episodes, agents)``
         to one return per episode, used for scores and logging.
     :param logger: where statistics go (None: nowhere).

@@ -10,6 +10,7 @@ text only formatted when someone will look at them (a log write that is due, a b
 end of an epoch).
 """
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections import deque
@@ -24,6 +25,7 @@ from tianshou.data import CollectStats, CollectStatsBase, SequenceSummaryStats
 from tianshou.data.buffer.buffer_base import MalformedBufferError, ReplayBuffer
 from tianshou.data.stats import EpochStats, InfoStats, TimingStats
 from tianshou.trainer.params import OnlineTrainerParams, TrainerParams
+from tianshou.utils.determinism import TraceLogger, torch_param_hash
 from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 from tianshou.utils.progress_bar import DummyTqdm, tqdm_config
 from tianshou.utils.statistics import MovAvg
@@ -31,6 +33,8 @@ from tianshou.utils.torch_utils import policy_within_training_step
 
 if TYPE_CHECKING:
     from tianshou.algorithm.algorithm_base import Algorithm, TrainingStats
+
+log = logging.getLogger(__name__)
 
 TAlgorithm = TypeVar("TAlgorithm", bound="Algorithm")
 TTrainerParams = TypeVar("TTrainerParams", bound=TrainerParams)
@@ -40,6 +44,8 @@ _POSTFIX_REFRESH_SECONDS = 0.25
 """How often the progress bar's text (returns, losses) is rebuilt."""
 _LOSS_WINDOW = 100
 """Window of the moving averages of the losses (``MovAvg``'s default)."""
+_BEST_FIELDS = ("best_score", "best_reward", "best_reward_std", "best_epoch")
+"""The logged info fields a resumed run restores its best result from."""
 
 
 @dataclass(slots=True)
@@ -151,15 +157,69 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
     def reset(self, reset_collectors: bool = True, reset_collector_buffers: bool = False) -> None:
         """Zero the counters (or restore them from the logger's checkpoint with
         ``resume_from_log``), reset the collectors, and run the initial test step, whose score
-        becomes the best score so far (``save_best_fn`` is called for it)."""
+        becomes the best score so far (``save_best_fn`` is called for it).
+
+        A resumed run also restores the best result logged up to its checkpoint; the initial
+        test step then replaces it only if it scores higher. With ``resume_from_log`` and no
+        checkpoint in the logger, a warning says that nothing was resumed.
+        """
         self._reset_counters()
-        if self.params.resume_from_log:
-            self._epoch, self._env_step, self._current_update_step = self._logger.restore_data()
-            self._start_env_step = self._env_step
+        best_restored = self.params.resume_from_log and self._resume_from_log()
+        TraceLogger.log(
+            log,
+            lambda: (
+                f"training starts at epoch {self._epoch}: "
+                f"parameters {torch_param_hash(self.algorithm)}"
+            ),
+        )
         if reset_collectors:
             self._reset_collectors(reset_buffer=reset_collector_buffers)
         if self.params.test_collector is not None:
-            self._test_step(force_update_best=True)
+            self._test_step(force_update_best=not best_restored)
+
+    def _resume_from_log(self) -> bool:
+        """Restore the counters of the logger's last checkpoint and the best result logged up to
+        it; return whether the best result was restored (else the initial test step sets it).
+
+        Says so in a warning when there is nothing to resume from, and training starts from
+        scratch.
+        """
+        logger = self._logger
+        epoch, env_step, update_step = logger.restore_data()
+        if (epoch, env_step, update_step) == (0, 0, 0):
+            where = logger.logged_data_path()
+            log.warning(
+                "resume_from_log=True, but %s%s holds no checkpoint: nothing was resumed, "
+                "training starts from scratch (checkpoints are written by the logger's "
+                "save_data when save_checkpoint_fn is set)",
+                type(logger).__name__,
+                "" if where is None else f" at {where!r}",
+            )
+            return False
+        self._epoch, self._env_step, self._current_update_step = epoch, env_step, update_step
+        self._start_env_step = env_step
+        record = logger.restore_info_data(epoch)
+        if record is None or not all(key in record for key in _BEST_FIELDS):
+            log.warning(
+                "resumed from epoch %d, but %s has no logged best result up to that epoch; "
+                "the initial test step sets the best result",
+                epoch,
+                type(logger).__name__,
+            )
+            return False
+        self._best_score = record["best_score"]
+        self._best_reward = record["best_reward"]
+        self._best_reward_std = record["best_reward_std"]
+        self._best_epoch = int(record["best_epoch"])
+        log.info(
+            "resumed from epoch %d (env step %d, update step %d) with best score %s from epoch %d",
+            epoch,
+            env_step,
+            update_step,
+            self._best_score,
+            self._best_epoch,
+        )
+        return True
 
     def _reset_collectors(self, reset_buffer: bool = False) -> None:
         if self.params.test_collector is not None:
@@ -208,9 +268,18 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
                 test_collect = self._test_step()
                 stop_fn = self.params.stop_fn
                 self._stop_fn_flag = bool(stop_fn is not None and stop_fn(self._best_score))
+        TraceLogger.log(
+            log,
+            lambda: (
+                f"epoch {self._epoch} done: env_step={self._env_step}, "
+                f"update_step={self._current_update_step}, test_score={self._last_test_score}, "
+                f"best_score={self._best_score}"
+            ),
+        )
         info = self._create_info_stats()
         if not self._logs_nothing:
-            self._logger.log_info_data(asdict(info), self._epoch)
+            # best_epoch is not an InfoStats field; logging it lets a resumed run restore it
+            self._logger.log_info_data(asdict(info) | {"best_epoch": self._best_epoch}, self._epoch)
         return EpochStats(
             epoch=self._epoch,
             train_collect_stat=train_collect,
@@ -402,6 +471,13 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
             check_recent_rows_for_nan(collector.buffer, stats.n_collected_steps)
         self._env_step += stats.n_collected_steps
         self._train_collect_time += stats.collect_time
+        TraceLogger.log(
+            log,
+            lambda: (
+                f"collected {stats.n_collected_steps} steps, "
+                f"episode returns {stats.returns.tolist()}"
+            ),
+        )
         if stats.n_collected_episodes > 0:
             self._env_episode += stats.n_collected_episodes
             self._reduce_multi_agent_returns(stats)

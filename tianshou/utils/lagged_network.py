@@ -6,6 +6,7 @@ always kept in eval mode, even while the algorithm that owns it switches to trai
 """
 
 from copy import deepcopy
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -58,23 +59,35 @@ class EvalModeModuleWrapper(nn.Module):
             return getattr(super().__getattr__("module"), name)
 
 
-class _LaggedPair:
-    """A source network, its lagged copy, and their parameter/buffer lists (cached for speed)."""
+@dataclass
+class LaggedNetworkPair:
+    """A network being trained (``source``) and its lagged copy (``target``).
 
-    def __init__(self, source: nn.Module, target: nn.Module) -> None:
-        self.source = source
-        self.target = target
-        self.source_params = list(source.parameters())
-        self.target_params = list(target.parameters())
-        self.source_buffers = list(source.buffers())
-        self.target_buffers = list(target.buffers())
+    The parameter and buffer lists are read once, when the pair is made, so that every update
+    walks ready lists instead of the module trees.
+    """
+
+    target: nn.Module
+    """The lagged copy, updated only from ``source``."""
+    source: nn.Module
+    """The network the optimizer trains."""
+    target_params: list[torch.Tensor] = field(init=False, repr=False)
+    source_params: list[torch.Tensor] = field(init=False, repr=False)
+    target_buffers: list[torch.Tensor] = field(init=False, repr=False)
+    source_buffers: list[torch.Tensor] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.target_params = list(self.target.parameters())
+        self.source_params = list(self.source.parameters())
+        self.target_buffers = list(self.target.buffers())
+        self.source_buffers = list(self.source.buffers())
 
 
 class LaggedNetworkCollection:
     """The lagged copies of an algorithm's networks, updated together."""
 
     def __init__(self) -> None:
-        self._pairs: list[_LaggedPair] = []
+        self._pairs: list[LaggedNetworkPair] = []
         self._target_params: list[torch.Tensor] = []
         self._source_params: list[torch.Tensor] = []
 
@@ -86,7 +99,7 @@ class LaggedNetworkCollection:
         target = deepcopy(source)
         for param in target.parameters():
             param.requires_grad_(False)
-        pair = _LaggedPair(source, target)
+        pair = LaggedNetworkPair(target=target, source=source)
         self._pairs.append(pair)
         self._target_params += pair.target_params
         self._source_params += pair.source_params

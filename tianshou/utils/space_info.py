@@ -7,7 +7,7 @@ the ``space.shape or space.n`` dance.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Self
 
 import gymnasium as gym
 import numpy as np
@@ -25,7 +25,7 @@ def _flat_dim(shape: int | Sequence[int], what: str) -> int:
     raise ValueError(f"{what} must be an int or a sequence of ints, got {shape!r}")
 
 
-def _unsupported(space: Any, role: str) -> ValueError:
+def _unsupported(space: gym.Space, role: str) -> ValueError:
     return ValueError(
         f"unsupported {role} space {type(space).__name__}; SpaceInfo handles {SUPPORTED_SPACES}"
     )

@@ -1,9 +1,13 @@
 """Running statistics: a windowed moving average and a running mean/std for normalisation."""
 
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 
 class MovAvg:
@@ -28,7 +32,7 @@ class MovAvg:
         self.size = size
         self.cache: list[float] = []
 
-    def add(self, data_array: Any) -> float:
+    def add(self, data_array: "float | Sequence[float] | np.ndarray | torch.Tensor") -> float:
         """Add a scalar, a sequence of scalars or a tensor; return the new average."""
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(data_array, torch.Tensor):

@@ -53,17 +53,18 @@ def torch_device(module: nn.Module) -> torch.device:
 
 
 def create_uniform_action_dist(
-    action_space: spaces.Box | spaces.Discrete, size: int = 1
+    action_space: spaces.Box | spaces.Discrete, batch_size: int = 1
 ) -> Uniform | Categorical:
-    """A distribution drawing ``size`` uniformly random actions at once.
+    """A distribution drawing ``batch_size`` uniformly random actions at once.
 
     A reference for the behaviour of an untrained policy, e.g. for maximum-entropy baselines or
     for sampling random actions as torch tensors.
 
     :param action_space: a bounded ``Box`` (giving a ``Uniform`` over ``[low, high]`` with batch
-        shape ``(size, *action_space.shape)``) or a ``Discrete`` space (giving a ``Categorical``
-        with equal probabilities over its ``n`` actions, batch shape ``(size,)``).
-    :param size: the number of actions drawn by one ``sample()``.
+        shape ``(batch_size, *action_space.shape)``) or a ``Discrete`` space (giving a
+        ``Categorical`` with equal probabilities over its ``n`` actions, batch shape
+        ``(batch_size,)``).
+    :param batch_size: the number of actions drawn by one ``sample()``.
     """
     if isinstance(action_space, spaces.Box):
         if not action_space.is_bounded():
@@ -71,12 +72,12 @@ def create_uniform_action_dist(
                 "create_uniform_action_dist needs a bounded Box action space, got "
                 f"low={action_space.low}, high={action_space.high}"
             )
-        shape = (size, *action_space.shape)
+        shape = (batch_size, *action_space.shape)
         low = torch.as_tensor(action_space.low, dtype=torch.float32).expand(shape)
         high = torch.as_tensor(action_space.high, dtype=torch.float32).expand(shape)
         return Uniform(low, high)
     if isinstance(action_space, spaces.Discrete):
-        return Categorical(logits=torch.zeros(size, int(action_space.n)))
+        return Categorical(logits=torch.zeros(batch_size, int(action_space.n)))
     raise ValueError(
         "create_uniform_action_dist supports Box and Discrete action spaces, got "
         f"{type(action_space).__name__}"

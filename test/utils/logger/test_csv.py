@@ -61,3 +61,13 @@ def test_save_restore_and_continue(tmp_path: Any) -> None:
 
 def test_restore_without_checkpoint(tmp_path: Any) -> None:
     assert CSVLogger(str(tmp_path)).restore_data() == (0, 0, 0)
+
+
+def test_restore_info_data_reads_info_csv(tmp_path: Any) -> None:
+    logger = CSVLogger(str(tmp_path))
+    for epoch, best in ((1, 3.0), (2, 5.0)):
+        logger.log_info_data({"best_reward": best, "timing": {"total_time": 1.0}}, epoch)
+    assert CSVLogger(str(tmp_path)).restore_info_data(epoch=1) == {
+        "epoch": 1.0,
+        "best_reward": 3.0,
+    }

@@ -91,3 +91,28 @@ def test_restore_logged_data_nests_keys(log_dir: str) -> None:
     restored = logger.restore_logged_data(log_dir)
     assert np.array_equal(restored["test"]["returns_stat"]["mean"], [1.0, 2.0])
     assert np.array_equal(restored["test"]["env_step"], [0.0, 5.0])
+
+
+def test_prepare_dict_for_logging_takes_the_published_arguments(log_dir: str) -> None:
+    logger = TensorboardLogger(SummaryWriter(log_dir), exclude_arrays=False)
+    data = {"a": {"b": 1.0}, "arr": np.ones(2)}
+    flat = logger.prepare_dict_for_logging(
+        input_dict=data, parent_key="p", delimiter=".", exclude_arrays=True
+    )
+    assert flat == {"p.a.b": 1.0}
+    assert set(logger.prepare_dict_for_logging(data)) == {"a/b", "arr"}  # the logger's setting
+
+
+def test_save_data_takes_update_step_by_name(log_dir: str) -> None:
+    logger = TensorboardLogger(SummaryWriter(log_dir))
+    logger.save_data(epoch=1, env_step=10, update_step=4, save_checkpoint_fn=lambda *_: "p")
+    assert TensorboardLogger(SummaryWriter(log_dir)).restore_data() == (1, 10, 4)
+
+
+def test_restore_info_data_reads_the_event_files(log_dir: str) -> None:
+    logger = TensorboardLogger(SummaryWriter(log_dir))
+    for epoch, best in ((1, 3.0), (2, 5.0), (3, 6.0)):
+        logger.log_info_data({"best_reward": best, "timing": {"total_time": 1.0}}, epoch)
+    fresh = TensorboardLogger(SummaryWriter(log_dir))
+    assert fresh.logged_data_path() == log_dir
+    assert fresh.restore_info_data(epoch=2) == {"epoch": 2.0, "best_reward": 5.0}

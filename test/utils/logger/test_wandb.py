@@ -54,6 +54,7 @@ def fake_wandb(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     module.init = init  # type: ignore[attr-defined]
     module.run = None  # type: ignore[attr-defined]
     module.Artifact = FakeArtifact  # type: ignore[attr-defined]
+    module.Settings = lambda **kwargs: ("Settings", kwargs)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "wandb", module)
     return state
 
@@ -70,7 +71,9 @@ def test_writes_through_tensorboard(fake_wandb: types.SimpleNamespace, tmp_path:
     assert fake_wandb.init_kwargs["sync_tensorboard"] is True
     with pytest.raises(RuntimeError, match=r"logger\.load"):
         logger.log_test_data({"r": 1.0}, 0)
+    assert logger.logged_data_path() is None
     logger.load(SummaryWriter(str(tmp_path)))
+    assert logger.logged_data_path() == str(tmp_path)
     logger.log_test_data({"r": 1.0}, 0)
     accumulator = EventAccumulator(str(tmp_path))
     accumulator.Reload()
@@ -117,3 +120,27 @@ def test_real_wandb_offline_run(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     events = EventAccumulator(str(tmp_path / "tb"))
     events.Reload()
     assert [(e.step, e.value) for e in events.Scalars("test/returns_stat/mean")] == [(7, 3.5)]
+
+
+def test_run_grouping_and_system_stats_options(fake_wandb: types.SimpleNamespace) -> None:
+    WandbLogger(group="seeds", job_type="train", disable_stats=True)
+    kwargs = fake_wandb.init_kwargs
+    assert (kwargs["group"], kwargs["job_type"]) == ("seeds", "train")
+    assert kwargs["settings"] == ("Settings", {"x_disable_stats": True})
+    WandbLogger()
+    assert fake_wandb.init_kwargs["group"] is None and fake_wandb.init_kwargs["settings"] is None
+
+
+def test_save_data_guard_and_update_step_keyword(
+    fake_wandb: types.SimpleNamespace, tmp_path: Any
+) -> None:
+    checkpoint = tmp_path / "ckpt.pt"
+    checkpoint.write_text("weights")
+    logger = WandbLogger(save_interval=2)
+    for epoch in (1, 2, 3):
+        logger.save_data(
+            epoch, env_step=epoch, update_step=10 * epoch, save_checkpoint_fn=lambda *_: checkpoint
+        )
+    saved = [artifact.metadata["save/epoch"] for artifact in fake_wandb.run.artifacts]
+    assert saved == [1, 3]
+    assert fake_wandb.run.artifacts[-1].metadata["save/gradient_step"] == 30

@@ -356,3 +356,44 @@ def test_data_parallel_replicas_keep_inputs_on_their_device() -> None:
     mlp = MLP(input_dim=3, output_dim=2)
     replica = mlp._replicate_for_data_parallel()
     assert mlp._input_device == torch.device("cpu") and replica._input_device is None
+
+
+def test_every_building_block_is_still_importable_from_common() -> None:
+    """The split into layers / action_repr / branching / parallel / dict_obs keeps the old
+    import path working, with the very same objects."""
+    import tianshou.utils.net.common as common
+    from tianshou.utils.net import action_repr, branching, dict_obs, layers, parallel
+
+    defining = {
+        "miniblock": layers,
+        "MLP": layers,
+        "ModuleWithVectorOutput": layers,
+        "ModuleWithVectorOutputAdapter": layers,
+        "EnsembleLinear": layers,
+        "TActionShape": layers,
+        "TLinearLayer": layers,
+        "ModuleType": layers,
+        "ArgsType": layers,
+        "ActionReprNet": action_repr,
+        "ActionReprNetWithVectorOutput": action_repr,
+        "Actor": action_repr,
+        "AbstractContinuousActorProbabilistic": action_repr,
+        "AbstractDiscreteActor": action_repr,
+        "RandomActor": action_repr,
+        "BranchingNet": branching,
+        "DataParallelNet": parallel,
+        "ActionReprNetDataParallelWrapper": parallel,
+        "get_dict_state_decorator": dict_obs,
+    }
+    for name, module in defining.items():
+        assert getattr(common, name) is getattr(module, name), name
+        assert name in common.__all__, name
+    assert {"Net", "Recurrent", "ActorCritic"} <= set(common.__all__)
+
+
+def test_as_shape_tuple() -> None:
+    from tianshou.utils.net.layers import as_shape_tuple
+
+    assert as_shape_tuple(4) == (4,)
+    assert as_shape_tuple(np.int64(3)) == (3,)
+    assert as_shape_tuple([2, 3]) == (2, 3)

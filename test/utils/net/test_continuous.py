@@ -12,6 +12,7 @@ from tianshou.utils.net.continuous import (
     SIGMA_MAX,
     SIGMA_MIN,
     VAE,
+    AbstractContinuousCritic,
     ContinuousActorDeterministic,
     ContinuousActorProbabilistic,
     ContinuousCritic,
@@ -359,3 +360,19 @@ def test_vae_rejects_hidden_dim_not_matching_encoder() -> None:
             latent_dim=4,
             max_action=1.0,
         )
+
+
+def test_abstract_critic_declares_forward_with_obs_act_info() -> None:
+    class NoForward(AbstractContinuousCritic):
+        pass
+
+    with pytest.raises(TypeError, match="forward"):
+        NoForward(output_dim=1)  # type: ignore[abstract]
+
+    class Constant(AbstractContinuousCritic):
+        def forward(self, obs: Any, act: Any = None, info: Any = None) -> torch.Tensor:
+            return torch.full((len(obs), 1), 2.0 if act is None else 3.0)
+
+    critic = Constant(output_dim=1)
+    assert critic(obs=np.zeros((4, 2)), act=np.zeros((4, 1)), info={}).tolist() == [[3.0]] * 4
+    assert critic(np.zeros((2, 2))).tolist() == [[2.0]] * 2

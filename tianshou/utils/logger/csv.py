@@ -3,17 +3,22 @@
 ``<log_dir>/training.csv``, ``test.csv``, ``update.csv`` and ``info.csv`` hold one row per write:
 the step counter first, then the flattened statistics (``returns_stat/mean`` and so on). When a
 later row brings a new key the file is rewritten with the wider header (older rows get empty
-cells), so columns never shift. Checkpoint counters go to ``save.csv``.
+cells), so columns never shift. Checkpoint counters go to ``save.csv`` (the update step in its
+``gradient_step`` column, the name earlier files used).
 """
 
 import csv
 import os
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from tianshou.utils.logger.logger_base import VALID_LOG_VALS_TYPE, BaseLogger, nest_flat_keys
+from tianshou.utils.logger.logger_base import (
+    VALID_LOG_VALS_TYPE,
+    BaseLogger,
+    TRestoredData,
+    nest_flat_keys,
+)
 
 _SAVE_FILE = "save.csv"
 _SAVE_COLUMNS = ("epoch", "env_step", "gradient_step")
@@ -96,34 +101,30 @@ class CSVLogger(BaseLogger):
                 row[key] = int(value) if isinstance(value, bool | np.bool_) else value
         self._append(scope, row)
 
-    def save_data(
-        self,
-        epoch: int,
-        env_step: int,
-        gradient_step: int,
-        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+    def _record_checkpoint(
+        self, epoch: int, env_step: int, update_step: int, checkpoint_path: str
     ) -> None:
-        if save_checkpoint_fn is None or not self.should_save(epoch):
-            return
-        self.last_save_step = epoch
-        save_checkpoint_fn(epoch, env_step, gradient_step)
-        counters = (epoch, env_step, gradient_step)
+        counters = (epoch, env_step, update_step)
         self._append("save", dict(zip(_SAVE_COLUMNS, counters, strict=True)))
 
     def restore_data(self) -> tuple[int, int, int]:
         rows = _read_rows(os.path.join(self.log_dir, _SAVE_FILE))[1]
         if not rows:
             return 0, 0, 0
-        epoch, env_step, gradient_step = (int(rows[-1][key]) for key in _SAVE_COLUMNS)
-        self._restore_intervals(epoch, env_step, gradient_step)
-        return epoch, env_step, gradient_step
+        epoch, env_step, update_step = (int(rows[-1][key]) for key in _SAVE_COLUMNS)
+        self._restore_intervals(epoch, env_step, update_step)
+        return epoch, env_step, update_step
+
+    def logged_data_path(self) -> str:
+        """The directory holding the CSV files."""
+        return self.log_dir
 
     def finalize(self) -> None:
         """Nothing to release: every write opens and closes its file."""
 
-    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+    def restore_logged_data(self, log_path: str) -> TRestoredData:
         """Read every ``<scope>.csv`` in ``log_path`` back; empty cells become NaN."""
-        restored: dict[str, Any] = {}
+        restored: TRestoredData = {}
         for file_name in sorted(os.listdir(log_path)):
             scope, extension = os.path.splitext(file_name)
             if extension != ".csv":

@@ -4,6 +4,10 @@ A trainer hands a logger plain nested dicts (``dataclasses.asdict`` of the stats
 with a step counter. The logger decides whether enough steps passed since it last wrote that
 scope, flattens the dict to ``"a/b/c"`` keys with scalar values and calls :meth:`BaseLogger.write`,
 the one method a concrete backend has to provide besides checkpoint bookkeeping.
+
+Checkpoints follow the same pattern: :meth:`BaseLogger.save_data` decides whether a checkpoint is
+due and calls the user's ``save_checkpoint_fn``; a backend only stores the counters
+(:meth:`BaseLogger._record_checkpoint`) and reads them back (:meth:`BaseLogger.restore_data`).
 """
 
 from abc import ABC, abstractmethod
@@ -17,6 +21,13 @@ import numpy as np
 VALID_LOG_VALS_TYPE = int | Number | np.number | np.ndarray | float
 """Values a logger can write: numbers, and (unless excluded) numpy arrays."""
 VALID_LOG_VALS = (int, Number, np.number, np.ndarray, float)
+
+TRestoredData = dict[str, "np.ndarray | TRestoredData"]
+"""Logged data read back by :meth:`BaseLogger.restore_logged_data`: nested dicts (one level per
+``/`` of the logged keys) whose leaves are arrays holding the logged values in order."""
+
+SaveCheckpointFn = Callable[[int, int, int], str]
+"""``save_checkpoint_fn(epoch, env_step, update_step) -> path of the written checkpoint``."""
 
 
 class DataScope(StrEnum):
@@ -81,45 +92,23 @@ class BaseLogger(ABC):
         :param data: flat mapping from ``"a/b"`` keys to numbers (or arrays).
         """
 
-    @staticmethod
-    def prepare_dict_for_logging(
-        input_dict: dict[str, Any],
-        parent_key: str = "",
-        delimiter: str = "/",
-        exclude_arrays: bool = True,
-    ) -> dict[str, VALID_LOG_VALS_TYPE]:
-        """Flatten nested dicts into ``delimiter``-joined keys, keeping only loggable values.
+    def prepare_dict_for_logging(self, log_data: dict[str, Any]) -> dict[str, VALID_LOG_VALS_TYPE]:
+        """Turn a trainer's nested stats dict into what :meth:`write` accepts: ``"a/b"`` keys
+        with numbers (and arrays, unless ``exclude_arrays``).
 
-        Strings, None, tensors and other objects are dropped; arrays are dropped too when
-        ``exclude_arrays``. Non-string keys (e.g. action dimensions) are converted with ``str``.
+        A backend that needs another shape (e.g. nested dicts) overrides this method; the
+        ``log_*`` methods call it on every write that is due.
 
-        Example::
-
-            >>> BaseLogger.prepare_dict_for_logging({"a": {"b": 1.0, "c": "x"}, "n": 2})
-            {'a/b': 1.0, 'n': 2}
+        :param log_data: nested dict, e.g. ``dataclasses.asdict`` of a stats record.
         """
-        result: dict[str, VALID_LOG_VALS_TYPE] = {}
-
-        def flatten_into(prefix: str, current: dict[Any, Any]) -> None:
-            for key, value in current.items():
-                name = f"{prefix}{delimiter}{key}" if prefix else str(key)
-                if isinstance(value, dict):
-                    flatten_into(name, value)
-                elif isinstance(value, np.ndarray):
-                    if not exclude_arrays:
-                        result[name] = value
-                elif isinstance(value, VALID_LOG_VALS):
-                    result[name] = value
-
-        flatten_into(parent_key, input_dict)
-        return result
+        return flatten_dict_for_logging(log_data, exclude_arrays=self.exclude_arrays)
 
     def _log_if_due(self, scope: DataScope, step_name: str, log_data: dict, step: int) -> bool:
         """Write ``log_data`` under ``scope`` if its interval has passed; return whether it did."""
         attr = _LAST_STEP_ATTR[scope]
         if step - getattr(self, attr) < getattr(self, _INTERVAL_ATTR[scope]):
             return False
-        flat = self.prepare_dict_for_logging(log_data, exclude_arrays=self.exclude_arrays)
+        flat = self.prepare_dict_for_logging(log_data)
         self.write(f"{scope.value}/{step_name}", step, flat)
         setattr(self, attr, step)
         return True
@@ -149,43 +138,89 @@ class BaseLogger(ABC):
         """Whether :meth:`save_data` would checkpoint at ``epoch`` (its interval has passed)."""
         return epoch - self.last_save_step >= self.save_interval
 
-    @abstractmethod
     def save_data(
         self,
         epoch: int,
         env_step: int,
-        gradient_step: int,
-        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+        update_step: int,
+        save_checkpoint_fn: SaveCheckpointFn | None = None,
     ) -> None:
-        """Checkpoint: call ``save_checkpoint_fn(epoch, env_step, gradient_step)`` if given and due,
-        and record the three counters so :meth:`restore_data` can return them.
+        """Checkpoint if one is due: call ``save_checkpoint_fn(epoch, env_step, update_step)``
+        and record the three counters so that :meth:`restore_data` can return them.
 
-        :param gradient_step: the trainer's update-step counter.
+        Nothing happens without ``save_checkpoint_fn`` or before ``save_interval`` epochs have
+        passed since the last checkpoint.
+
+        :param epoch: the epoch just finished.
+        :param env_step: the env steps taken so far.
+        :param update_step: the trainer's update steps so far.
+        :param save_checkpoint_fn: writes the checkpoint and returns its path.
         """
+        if save_checkpoint_fn is None or not self.should_save(epoch):
+            return
+        self.last_save_step = epoch
+        checkpoint_path = save_checkpoint_fn(epoch, env_step, update_step)
+        self._record_checkpoint(epoch, env_step, update_step, checkpoint_path)
+
+    def _record_checkpoint(  # noqa: B027 (optional hook: loggers that cannot resume skip it)
+        self, epoch: int, env_step: int, update_step: int, checkpoint_path: str
+    ) -> None:
+        """Store a checkpoint's counters (and, if the backend wants, its file) where
+        :meth:`restore_data` finds them. A logger that cannot resume stores nothing."""
 
     @abstractmethod
     def restore_data(self) -> tuple[int, int, int]:
-        """Return ``(epoch, env_step, gradient_step)`` of the last checkpoint ((0, 0, 0) if none)
+        """Return ``(epoch, env_step, update_step)`` of the last checkpoint ((0, 0, 0) if none)
         and advance the logging intervals so a resumed run does not write the same steps
         twice."""
 
     @abstractmethod
-    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+    def restore_logged_data(self, log_path: str) -> TRestoredData:
         """Read everything logged under ``log_path`` back as nested dicts of value arrays, keyed
         like the flattened names (``{"test": {"returns_stat": {"mean": array([...])}}}``)."""
+
+    def logged_data_path(self) -> str | None:
+        """Where this logger's own data can be read back with :meth:`restore_logged_data`, or
+        None for a logger that cannot read it back (the default)."""
+        return None
+
+    def restore_info_data(self, epoch: int) -> dict[str, float] | None:
+        """The info record (the trainer's counters, ``InfoStats``) logged last at or before
+        ``epoch``, as ``{field: value}`` for its top-level numeric fields.
+
+        Lets a resumed trainer recover what the checkpoint counters do not hold, such as the
+        best score so far. None when the logger cannot read its data back or logged no info
+        record up to ``epoch``.
+        """
+        log_path = self.logged_data_path()
+        if log_path is None:
+            return None
+        info = self.restore_logged_data(log_path).get(DataScope.INFO.value)
+        epochs = info.get("epoch") if isinstance(info, dict) else None
+        if not isinstance(info, dict) or not isinstance(epochs, np.ndarray):
+            return None
+        rows = np.flatnonzero(epochs <= epoch)
+        if rows.size == 0:
+            return None
+        row = rows[-1]
+        return {
+            key: float(values[row])
+            for key, values in info.items()
+            if isinstance(values, np.ndarray) and len(values) == len(epochs)
+        }
 
     @abstractmethod
     def finalize(self) -> None:
         """Flush and release the backend at the end of training."""
 
-    def _restore_intervals(self, epoch: int, env_step: int, gradient_step: int) -> None:
+    def _restore_intervals(self, epoch: int, env_step: int, update_step: int) -> None:
         """Mark the checkpoint's steps as already logged, so resumed logging continues after
         them."""
         self.last_save_step = epoch
         self.last_log_info_step = epoch
         self.last_log_train_step = env_step
         self.last_log_test_step = env_step
-        self.last_log_update_step = gradient_step
+        self.last_log_update_step = update_step
 
 
 _LAST_STEP_ATTR = {
@@ -200,6 +235,42 @@ _INTERVAL_ATTR = {
     DataScope.UPDATE: "update_interval",
     DataScope.INFO: "info_interval",
 }
+
+
+def flatten_dict_for_logging(
+    input_dict: dict[str, Any],
+    parent_key: str = "",
+    delimiter: str = "/",
+    exclude_arrays: bool = True,
+) -> dict[str, VALID_LOG_VALS_TYPE]:
+    """Flatten nested dicts into ``delimiter``-joined keys, keeping only loggable values.
+
+    Strings, None, tensors and other objects are dropped; arrays are dropped too when
+    ``exclude_arrays``. Non-string keys (e.g. action dimensions) are converted with ``str``.
+
+    >>> flatten_dict_for_logging({"a": {"b": 1.0, "c": "x"}, "n": 2})
+    {'a/b': 1.0, 'n': 2}
+
+    :param input_dict: the nested dict to flatten.
+    :param parent_key: prefix of every resulting key.
+    :param delimiter: joins the levels of a key.
+    :param exclude_arrays: drop numpy arrays instead of keeping them as values.
+    """
+    result: dict[str, VALID_LOG_VALS_TYPE] = {}
+
+    def flatten_into(prefix: str, current: dict[Any, Any]) -> None:
+        for key, value in current.items():
+            name = f"{prefix}{delimiter}{key}" if prefix else str(key)
+            if isinstance(value, dict):
+                flatten_into(name, value)
+            elif isinstance(value, np.ndarray):
+                if not exclude_arrays:
+                    result[name] = value
+            elif isinstance(value, VALID_LOG_VALS):
+                result[name] = value
+
+    flatten_into(parent_key, input_dict)
+    return result
 
 
 def nest_flat_keys(flat: dict[str, Any], delimiter: str = "/") -> dict[str, Any]:
@@ -235,12 +306,16 @@ class LazyLogger(BaseLogger):
     def log_info_data(self, log_data: dict[str, Any], step: int) -> None:
         """Discard the data (without flattening it first)."""
 
+    def prepare_dict_for_logging(self, data: dict[str, Any]) -> dict[str, VALID_LOG_VALS_TYPE]:
+        """Return ``data`` unchanged: it is discarded anyway."""
+        return data
+
     def save_data(
         self,
         epoch: int,
         env_step: int,
-        gradient_step: int,
-        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+        update_step: int,
+        save_checkpoint_fn: SaveCheckpointFn | None = None,
     ) -> None:
         """Do nothing: there is nowhere to record a checkpoint, so none is written."""
 
@@ -248,7 +323,7 @@ class LazyLogger(BaseLogger):
         """Nothing was saved: start from zero."""
         return 0, 0, 0
 
-    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+    def restore_logged_data(self, log_path: str) -> TRestoredData:
         """Nothing was logged."""
         return {}
 

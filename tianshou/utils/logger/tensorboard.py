@@ -1,16 +1,22 @@
 """A logger writing TensorBoard event files through a ``torch.utils.tensorboard.SummaryWriter``.
 
 Checkpoint counters are stored as the scalars ``save/epoch``, ``save/env_step`` and
-``save/gradient_step`` (the value is also the scalar's step), so
+``save/gradient_step`` (the update step, under the name earlier releases wrote; the value is also
+the scalar's step), so
 :meth:`TensorboardLogger.restore_data` can read them back with TensorBoard's own reader.
 """
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tianshou.utils.logger.logger_base import VALID_LOG_VALS_TYPE, BaseLogger, nest_flat_keys
+from tianshou.utils.logger.logger_base import (
+    VALID_LOG_VALS_TYPE,
+    BaseLogger,
+    TRestoredData,
+    flatten_dict_for_logging,
+    nest_flat_keys,
+)
 
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
@@ -68,6 +74,25 @@ class TensorboardLogger(BaseLogger):
         self.write_flush = write_flush
         self.writer = writer
 
+    def prepare_dict_for_logging(
+        self,
+        input_dict: dict[str, Any],
+        parent_key: str = "",
+        delimiter: str = "/",
+        exclude_arrays: bool | None = None,
+    ) -> dict[str, VALID_LOG_VALS_TYPE]:
+        """Flatten ``input_dict`` into ``"a/b"`` tags with scalar (or array) values.
+
+        :param input_dict: nested dict, e.g. ``dataclasses.asdict`` of a stats record.
+        :param parent_key: prefix of every tag.
+        :param delimiter: joins the levels of a tag.
+        :param exclude_arrays: drop arrays instead of writing them as histograms (None: the
+            logger's ``exclude_arrays`` setting).
+        """
+        if exclude_arrays is None:
+            exclude_arrays = self.exclude_arrays
+        return flatten_dict_for_logging(input_dict, parent_key, delimiter, exclude_arrays)
+
     def write(self, step_type: str, step: int, data: dict[str, VALID_LOG_VALS_TYPE]) -> None:
         scope = step_type.split("/", 1)[0]
         self.writer.add_scalar(step_type, step, global_step=step)
@@ -80,18 +105,10 @@ class TensorboardLogger(BaseLogger):
         if self.write_flush:
             self.writer.flush()
 
-    def save_data(
-        self,
-        epoch: int,
-        env_step: int,
-        gradient_step: int,
-        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+    def _record_checkpoint(
+        self, epoch: int, env_step: int, update_step: int, checkpoint_path: str
     ) -> None:
-        if save_checkpoint_fn is None or not self.should_save(epoch):
-            return
-        self.last_save_step = epoch
-        save_checkpoint_fn(epoch, env_step, gradient_step)
-        for key, value in zip(_SAVE_KEYS, (epoch, env_step, gradient_step), strict=True):
+        for key, value in zip(_SAVE_KEYS, (epoch, env_step, update_step), strict=True):
             self.writer.add_scalar(key, value, global_step=value)
         self.writer.flush()
 
@@ -99,13 +116,17 @@ class TensorboardLogger(BaseLogger):
         self.writer.flush()
         accumulator = _load_scalars(self.writer.log_dir)
         tags = set(accumulator.Tags()["scalars"])
-        epoch, env_step, gradient_step = (
+        epoch, env_step, update_step = (
             int(accumulator.Scalars(key)[-1].step) if key in tags else 0 for key in _SAVE_KEYS
         )
-        self._restore_intervals(epoch, env_step, gradient_step)
-        return epoch, env_step, gradient_step
+        self._restore_intervals(epoch, env_step, update_step)
+        return epoch, env_step, update_step
 
-    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+    def logged_data_path(self) -> str:
+        """The writer's log directory."""
+        return str(self.writer.log_dir)
+
+    def restore_logged_data(self, log_path: str) -> TRestoredData:
         accumulator = _load_scalars(log_path)
         flat = {
             tag: np.array([event.value for event in accumulator.Scalars(tag)])

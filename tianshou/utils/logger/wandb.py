@@ -5,12 +5,12 @@ use works as with W&B itself: set ``WANDB_MODE=offline`` (runs are synced later 
 ``wandb sync``).
 """
 
+import argparse
 import os
-from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from tianshou.utils.logger.logger_base import VALID_LOG_VALS_TYPE, BaseLogger
+from tianshou.utils.logger.logger_base import VALID_LOG_VALS_TYPE, BaseLogger, TRestoredData
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 
 if TYPE_CHECKING:
@@ -45,8 +45,12 @@ class WandbLogger(BaseLogger):
     :param name: the run's display name.
     :param entity: the W&B team or user.
     :param run_id: the id of a run to resume (W&B resumes it if it exists).
+    :param group: W&B group to file the run under (e.g. all seeds of one experiment).
+    :param job_type: W&B job type of the run (e.g. ``"train"``, ``"eval"``), to filter runs by.
     :param config: hyper-parameters to store with the run (e.g. ``vars(args)``).
     :param monitor_gym: let W&B upload videos recorded by gymnasium.
+    :param disable_stats: stop W&B from sampling system metrics (CPU, GPU, memory) in the
+        background; None keeps W&B's default (sampling on).
     :param log_dir: directory for W&B's local files.
     """
 
@@ -62,8 +66,11 @@ class WandbLogger(BaseLogger):
         name: str | None = None,
         entity: str | None = None,
         run_id: str | None = None,
-        config: Any = None,
+        group: str | None = None,
+        job_type: str | None = None,
+        config: argparse.Namespace | dict[str, Any] | None = None,
         monitor_gym: bool = True,
+        disable_stats: bool | None = False,
         log_dir: str | None = None,
     ) -> None:
         super().__init__(
@@ -78,10 +85,13 @@ class WandbLogger(BaseLogger):
             id=run_id,
             resume="allow",
             entity=entity,
+            group=group,
+            job_type=job_type,
             sync_tensorboard=True,
             monitor_gym=monitor_gym,
             dir=log_dir,
             config=config,
+            settings=self._wandb.Settings(x_disable_stats=disable_stats) if disable_stats else None,
         )
         self.tensorboard_logger: TensorboardLogger | None = None
         self.writer: SummaryWriter | None = None
@@ -107,30 +117,22 @@ class WandbLogger(BaseLogger):
             )
         self.tensorboard_logger.write(step_type, step, data)
 
-    def save_data(
-        self,
-        epoch: int,
-        env_step: int,
-        gradient_step: int,
-        save_checkpoint_fn: Callable[[int, int, int], str] | None = None,
+    def _record_checkpoint(
+        self, epoch: int, env_step: int, update_step: int, checkpoint_path: str
     ) -> None:
-        """Call ``save_checkpoint_fn`` and upload the file it returns as a ``model`` artifact
-        carrying the three counters in its metadata."""
-        if save_checkpoint_fn is None or not self.should_save(epoch):
-            return
-        self.last_save_step = epoch
-        checkpoint_path = str(save_checkpoint_fn(epoch, env_step, gradient_step))
+        """Upload the checkpoint file as a ``model`` artifact carrying the three counters in
+        its metadata."""
         artifact = self._wandb.Artifact(
             f"run_{self.wandb_run.id}_checkpoint",
             type="model",
             metadata={
                 "save/epoch": epoch,
                 "save/env_step": env_step,
-                "save/gradient_step": gradient_step,
-                "checkpoint_path": checkpoint_path,
+                "save/gradient_step": update_step,
+                "checkpoint_path": str(checkpoint_path),
             },
         )
-        artifact.add_file(checkpoint_path)
+        artifact.add_file(str(checkpoint_path))
         self.wandb_run.log_artifact(artifact)
 
     def restore_data(self) -> tuple[int, int, int]:
@@ -141,15 +143,19 @@ class WandbLogger(BaseLogger):
             raise RuntimeError(f"W&B run {self.wandb_run.id} has no checkpoint artifact to resume")
         metadata = artifact.metadata
         artifact.download(os.path.dirname(metadata["checkpoint_path"]))
-        epoch, env_step, gradient_step = (
+        epoch, env_step, update_step = (
             int(metadata.get(key, 0))
             for key in ("save/epoch", "save/env_step", "save/gradient_step")
         )
-        self._restore_intervals(epoch, env_step, gradient_step)
+        self._restore_intervals(epoch, env_step, update_step)
         self.restored = True
-        return epoch, env_step, gradient_step
+        return epoch, env_step, update_step
 
-    def restore_logged_data(self, log_path: str) -> dict[str, Any]:
+    def logged_data_path(self) -> str | None:
+        """The TensorBoard writer's log directory (None before :meth:`load`)."""
+        return None if self.writer is None else str(self.writer.log_dir)
+
+    def restore_logged_data(self, log_path: str) -> TRestoredData:
         """Read the mirrored TensorBoard files under ``log_path`` back."""
         if self.tensorboard_logger is None:
             raise RuntimeError("WandbLogger has no TensorBoard writer; call logger.load(...) first")

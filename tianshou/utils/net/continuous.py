@@ -5,7 +5,7 @@ interface (usually a :class:`~tianshou.utils.net.common.Net` without ``action_sh
 a small :class:`~tianshou.utils.net.common.MLP` mapping the features to actions or values.
 """
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,10 +13,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from tianshou.utils.net.common import (
+from tianshou.utils.net.action_repr import AbstractContinuousActorProbabilistic, Actor
+from tianshou.utils.net.layers import (
     MLP,
-    AbstractContinuousActorProbabilistic,
-    Actor,
     InputDeviceMixin,
     ModuleWithVectorOutput,
     TActionShape,
@@ -79,6 +78,21 @@ class ContinuousActorDeterministic(AbstractContinuousActorDeterministic):
 
 class AbstractContinuousCritic(ModuleWithVectorOutput, ABC):
     """A critic for continuous actions: ``forward(obs, act=None, info=None) -> values``."""
+
+    @abstractmethod
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        act: np.ndarray | torch.Tensor | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> torch.Tensor:
+        """Values of shape ``(batch, 1)``: ``Q(s, a)`` for observations ``obs`` and actions
+        ``act``, or ``V(s)`` when ``act`` is None (for critics built without actions).
+
+        :param obs: a batch of observations.
+        :param act: the matching batch of actions, or None.
+        :param info: the environments' info for the batch (unused by the built-in critics).
+        """
 
 
 class ContinuousCritic(InputDeviceMixin, AbstractContinuousCritic):

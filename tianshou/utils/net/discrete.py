@@ -13,12 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tianshou.utils.net.common import (
-    MLP,
-    AbstractDiscreteActor,
-    ModuleWithVectorOutput,
-    TActionShape,
-)
+from tianshou.utils.net.action_repr import AbstractDiscreteActor
+from tianshou.utils.net.layers import MLP, ModuleWithVectorOutput, TActionShape
 
 
 def dist_fn_categorical_from_logits(logits: torch.Tensor) -> torch.distributions.Categorical:
