@@ -1,3 +1,4 @@
+import time
 import warnings
 from functools import partial
 from typing import Any
@@ -585,3 +586,57 @@ def test_custom_stats_class_receives_episode_batches() -> None:
     assert isinstance(stats, EpisodeStats)
     assert stats.episode_obs == [[0, 1], [0, 1]]
     np.testing.assert_array_equal(stats.lens, [2, 2])
+
+
+def test_hooks_can_be_installed_read_back_and_removed() -> None:
+    collector = Collector(ConstantPolicy(DISCRETE), counting_venv([2]), ReplayBuffer(20))
+    assert collector.get_on_step_hook() is None
+    assert collector.run_on_episode_done(Batch(rew=np.ones(2))) is None
+    episode_hook, step_hook = EpisodeRolloutHookMCReturn(gamma=1.0), StepHookAddActionDistribution()
+    collector.set_on_episode_done_hook(episode_hook)
+    collector.set_on_step_hook(step_hook)
+    assert collector.get_on_episode_done_hook() is episode_hook
+    assert collector.get_on_step_hook() is step_hook
+    collector.reset()
+    collector.collect(n_episode=1)
+    np.testing.assert_array_equal(collector.buffer.mc_return_to_go[:2], [5.0, 3.0])  # rew 2, 3
+    collector.set_on_episode_done_hook(None)
+    collector.set_on_step_hook(None)
+    assert collector.get_on_episode_done_hook() is None
+    assert collector.get_on_step_hook() is None
+
+
+def test_render_draws_after_every_step_and_pauses() -> None:
+    class RenderedEnv(CountingEnv):
+        renders = 0
+
+        def render(self) -> None:
+            RenderedEnv.renders += 1
+
+    collector = Collector(ConstantPolicy(DISCRETE), DummyVectorEnv([partial(RenderedEnv, 2)]))
+    collector.reset()
+    start = time.perf_counter()
+    collector.collect(n_step=3, render=0.02)
+    assert RenderedEnv.renders == 3
+    assert time.perf_counter() - start >= 0.05
+
+
+def test_policy_entry_may_be_a_dict_but_nothing_else() -> None:
+    class DictEntryPolicy(ConstantPolicy):
+        def __init__(self, entry_type: type) -> None:
+            super().__init__(DISCRETE)
+            self.entry_type = entry_type
+
+        def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+            t = np.asarray(batch.obs)[:, 0]
+            entry = {"t": t} if self.entry_type is dict else list(t)
+            return Batch(act=np.ones(len(t), dtype=np.int64), policy=entry)
+
+    collector = Collector(DictEntryPolicy(dict), counting_venv([3]), ReplayBuffer(10))
+    collector.reset()
+    collector.collect(n_step=2)
+    np.testing.assert_array_equal(collector.buffer.policy.t[:2], [0, 1])
+    collector = Collector(DictEntryPolicy(list), counting_venv([3]), ReplayBuffer(10))
+    collector.reset()
+    with pytest.raises(TypeError, match=r"'policy' entry .* Batch or dict"):
+        collector.collect(n_step=1)

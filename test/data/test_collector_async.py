@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from test.data.collector_fixtures import ConstantPolicy, CountingEnv, CountingRecurrentPolicy
-from tianshou.data import ReplayBuffer, VectorReplayBuffer
-from tianshou.data.collector import AsyncCollector
+from tianshou.data import Batch, ReplayBuffer, VectorReplayBuffer
+from tianshou.data.collector import AsyncCollector, EpisodeRolloutHookMCReturn
 from tianshou.env.venvs import DummyVectorEnv, SubprocVectorEnv
 
 DISCRETE = gym.spaces.Discrete(2)
@@ -89,3 +89,31 @@ def test_async_random_collection_and_synchronous_fallback() -> None:
         batch = collector.buffer.buffers[i][:]
         np.testing.assert_array_equal(batch.rew, batch.obs_next[:, 0] + batch.act)
         assert batch.done.sum() == (batch.obs_next[:, 0] == length).sum()
+
+
+def test_async_hooks_see_each_returned_step_and_finished_episode() -> None:
+    envs = DummyVectorEnv([partial(CountingEnv, n, i) for i, n in enumerate(LENGTHS)], wait_num=2)
+    seen_rows: list[int] = []
+
+    def step_hook(action_batch: Batch, rollout_batch: Batch) -> None:
+        seen_rows.append(len(rollout_batch))
+        rollout_batch["obs_copy"] = rollout_batch.obs[:, 0].copy()
+
+    collector = AsyncCollector(
+        ConstantPolicy(DISCRETE),
+        envs,
+        VectorReplayBuffer(400, 4),
+        on_episode_done_hook=EpisodeRolloutHookMCReturn(gamma=1.0),
+        on_step_hook=step_hook,  # type: ignore[arg-type]
+    )
+    collector.reset()
+    stats = collector.collect(n_episode=6)
+    assert stats.n_collected_episodes >= 6
+    assert sum(seen_rows) == stats.n_collected_steps == len(collector.buffer)
+    for i, length in enumerate(LENGTHS):
+        batch = collector.buffer.buffers[i][:]
+        np.testing.assert_array_equal(batch.obs_copy, batch.obs[:, 0])
+        if batch.done.any():  # the first stored episode, complete
+            first = batch[:length]
+            expected = np.cumsum(first.rew[::-1])[::-1]
+            np.testing.assert_array_equal(first.mc_return_to_go, expected)

@@ -6,11 +6,13 @@ import numpy as np
 import torch
 
 from tianshou.data import Batch
-from tianshou.data.types import (
-    BatchProtocol,
+from tianshou.data.collector import (
     CollectActionBatchProtocol,
     CollectStepBatchProtocol,
     EpisodeBatchProtocol,
+)
+from tianshou.data.types import (
+    BatchProtocol,
     ImitationBatchProtocol,
     ModelOutputBatchProtocol,
     RolloutBatchProtocol,
@@ -30,7 +32,7 @@ def test_collector_protocols_declare_the_collected_keys() -> None:
         typing.get_type_hints(CollectActionBatchProtocol)
     )
     assert RolloutBatchProtocol in CollectStepBatchProtocol.__mro__
-    assert {"policy", "dist", "obs_next"} <= set(typing.get_type_hints(CollectStepBatchProtocol))
+    assert {"policy", "done", "obs_next"} <= set(typing.get_type_hints(CollectStepBatchProtocol))
     assert RolloutBatchProtocol in EpisodeBatchProtocol.__mro__
     assert ModelOutputBatchProtocol in ImitationBatchProtocol.__mro__
     assert isinstance(Batch(obs=np.zeros(2)), BatchProtocol)

@@ -95,9 +95,13 @@ def concat_rows(parts: Sequence[Any]) -> Any:
     if isinstance(first, Batch):
         return Batch.cat(list(parts))
     if isinstance(first, dict):
-        if all(part.keys() == first.keys() for part in parts):
-            return {key: concat_rows([part[key] for part in parts]) for key in first}
-        return Batch.cat([Batch(part) for part in parts])
+        for part in parts:
+            if part.keys() != first.keys():
+                raise ValueError(
+                    f"cannot join per-step dicts with keys {sorted(first)} and {sorted(part)}: "
+                    "a vector env's dict of infos must report the same keys at every step"
+                )
+        return {key: concat_rows([part[key] for part in parts]) for key in first}
     raise TypeError(f"cannot join per-step values of type {type(first).__name__}")
 
 

@@ -1,7 +1,8 @@
 """What every collector shares: setting up env, policy and buffer, resets, counters, and the
 ``collect`` entry point that validates its arguments, times the run and checks the buffer.
 
-The collection loops themselves live in :mod:`tianshou.data.collector`.
+The collectors themselves live in :mod:`tianshou.data.collector`, and the loop of one
+``collect`` call in :mod:`tianshou.data._collect_run`.
 """
 
 import time
@@ -21,11 +22,11 @@ from tianshou.data.buffer.manager import ReplayBufferManager
 from tianshou.data.buffer.vecbuf import VectorReplayBuffer
 from tianshou.data.collector_stats import CollectStats
 from tianshou.data.utils.converter import to_numpy
-from tianshou.env.venvs import DummyVectorEnv
+from tianshou.env.venvs import BaseVectorEnv, DummyVectorEnv
 from tianshou.utils.torch_utils import torch_train_mode
 
 if TYPE_CHECKING:
-    from tianshou.algorithm.algorithm_base import Policy
+    from tianshou.algorithm.algorithm_base import Algorithm, Policy
 
 DEFAULT_BUFFER_MAXSIZE = 10_000
 """Transitions per environment in the buffer a collector creates when given none."""
@@ -41,6 +42,11 @@ class CollectorBufferError(ValueError, AssertionError):
     """
 
 
+class CollectorNotResetError(ValueError):
+    """``collect`` was called on a collector that was never reset, was closed, or whose last
+    ``collect`` was interrupted by an error (the envs' state is then unknown)."""
+
+
 class CollectArgumentError(ValueError, TypeError):
     """``collect`` was not asked for exactly one positive ``n_step`` or ``n_episode``.
 
@@ -48,7 +54,7 @@ class CollectArgumentError(ValueError, TypeError):
     """
 
 
-def _resolve_policy(policy_or_algorithm: Any) -> "Policy":
+def _resolve_policy(policy_or_algorithm: "Policy | Algorithm") -> "Policy":
     from tianshou.algorithm.algorithm_base import Policy
 
     if isinstance(policy_or_algorithm, Policy):
@@ -113,9 +119,12 @@ class BaseCollector(Generic[TCollectStats], ABC):
         ``DEFAULT_BUFFER_MAXSIZE`` rows per env. A plain ``ReplayBuffer`` only works with one env,
         vector buffers need at least one sub-buffer per env.
     :param exploration_noise: pass actions through ``policy.add_exploration_noise``.
-    :param raise_on_nan_in_buffer: after each ``collect``, raise
-        :class:`~tianshou.data.buffer.buffer_base.MalformedBufferError` if the buffer holds a NaN
-        or None (typically a faulty hook).
+    :param raise_on_nan_in_buffer: validate what is collected: an env returning a NaN or inf
+        observation or reward raises
+        :class:`~tianshou.data._collect_checks.NonFiniteEnvOutputError` at that step (naming the
+        env ids and the key), and after each ``collect`` a buffer holding NaN or None (typically
+        from a faulty hook) raises
+        :class:`~tianshou.data.buffer.buffer_base.MalformedBufferError`.
     :param collect_stats_class: the statistics record ``collect`` fills and returns.
     """
 
@@ -124,8 +133,8 @@ class BaseCollector(Generic[TCollectStats], ABC):
 
     def __init__(
         self,
-        policy: Any,
-        env: Any,
+        policy: "Policy | Algorithm",
+        env: BaseVectorEnv | gym.Env,
         buffer: ReplayBuffer | None = None,
         exploration_noise: bool = False,
         raise_on_nan_in_buffer: bool = False,
@@ -137,17 +146,19 @@ class BaseCollector(Generic[TCollectStats], ABC):
             )
             single_env = env
             env = DummyVectorEnv([lambda: single_env])
-        self.env = env
+        self.env: BaseVectorEnv = env  # type: ignore[assignment]  # or a vector env alike
         self.policy = _resolve_policy(policy)
         self.buffer = _check_buffer(buffer, len(env))
         self.exploration_noise = exploration_noise
         self.raise_on_nan_in_buffer = raise_on_nan_in_buffer
         self.collect_stats_class = collect_stats_class
-        self._action_space = env.action_space
         self.collect_step = 0
         self.collect_episode = 0
         self.collect_time = 0.0
         self._is_closed = False
+        self._action_space: Any = None
+        self._fault: str | None = None
+        """Why the collector must be reset before collecting (None when it need not be)."""
 
     @property
     def env_num(self) -> int:
@@ -156,7 +167,10 @@ class BaseCollector(Generic[TCollectStats], ABC):
 
     @property
     def action_space(self) -> Any:
-        """The env's action space(s) (one per env for a vector env)."""
+        """The env's action space(s) (one per env for a vector env); read from the env on first
+        use, so envs without one can still be stepped by a policy."""
+        if self._action_space is None:
+            self._action_space = self.env.action_space
         return self._action_space
 
     def close(self) -> None:
@@ -219,18 +233,27 @@ class BaseCollector(Generic[TCollectStats], ABC):
         :param reset_before_collect: reset envs and counters (not the buffer) first.
         :param gym_reset_kwargs: keyword arguments for every env reset during collection.
         :raises ValueError: unless exactly one of ``n_step``/``n_episode`` is a positive
-            integer, or if the collector was never reset.
+            integer, or if the collector was never reset (:class:`CollectorNotResetError`).
+
+        If an error (or ``KeyboardInterrupt``) interrupts the collection, every step completed
+        before it is in the buffer and counted in ``collect_step``/``collect_episode``; the
+        collector then refuses to collect until it is reset, because the envs' state is
+        unknown and continuing would store a transition spanning the fault.
         """
         self._check_collect_args(n_step, n_episode)
         if reset_before_collect:
             self.reset(reset_buffer=False, gym_reset_kwargs=gym_reset_kwargs)
+        stats = self.collect_stats_class()
         start = time.perf_counter()
-        with torch_train_mode(self.policy, enabled=False), torch.no_grad():
-            stats = self._collect(n_step, n_episode, random, render, gym_reset_kwargs)
+        try:
+            with torch_train_mode(self.policy, enabled=False), torch.no_grad():
+                self._collect(stats, n_step, n_episode, random, render, gym_reset_kwargs)
+        except BaseException as exc:
+            self._count(stats, time.perf_counter() - start)
+            self._refuse_until_reset(exc, stats)
+            raise
         elapsed = time.perf_counter() - start
-        self.collect_step += stats.n_collected_steps
-        self.collect_episode += stats.n_collected_episodes
-        self.collect_time += elapsed
+        self._count(stats, elapsed)
         stats.set_collect_time(elapsed, update_collect_speed=True)
         stats.refresh_all_sequence_stats()
         if self.raise_on_nan_in_buffer and self.buffer.hasnull():
@@ -259,13 +282,38 @@ class BaseCollector(Generic[TCollectStats], ABC):
                 stacklevel=3,
             )
 
+    def _count(self, stats: TCollectStats, elapsed: float) -> None:
+        """Add one call's steps, episodes and time to the lifetime counters."""
+        self.collect_step += stats.n_collected_steps
+        self.collect_episode += stats.n_collected_episodes
+        self.collect_time += elapsed
+
+    def _refuse_until_reset(self, exc: BaseException, stats: TCollectStats) -> None:
+        """After ``exc`` interrupted a collection: forget the envs' state, so the next
+        ``collect`` asks for a reset, and tell the user what was kept."""
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self._fault = f"its last collect() was interrupted by {reason}"
+        self._forget_env_state()
+        exc.add_note(
+            f"{type(self).__name__}: the {stats.n_collected_steps} steps "
+            f"({stats.n_collected_episodes} finished episodes) completed before this error are "
+            "in the buffer; reset the collector (e.g. collector.reset(reset_buffer=False)) "
+            "before collecting again"
+        )
+
+    @abstractmethod
+    def _forget_env_state(self) -> None:
+        """Drop the current observations so that ``collect`` requires a reset."""
+
     @abstractmethod
     def _collect(
         self,
+        stats: TCollectStats,
         n_step: int | None,
         n_episode: int | None,
         random: bool,
         render: float | None,
         gym_reset_kwargs: dict[str, Any] | None,
-    ) -> TCollectStats:
-        """Run the collection loop (in eval mode, without gradients) and return its stats."""
+    ) -> None:
+        """Run the collection loop (in eval mode, without gradients), recording into ``stats``
+        as steps complete (so that an interrupted run has counted what it stored)."""

@@ -8,24 +8,68 @@ returns) that the collector writes next to the episode's transitions.
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import numpy as np
+import torch
+from torch.distributions import Distribution
 
 from tianshou.data.batch import Batch, get_sliced_dist
+from tianshou.data.types import BatchProtocol, RolloutBatchProtocol
 
 
-class StepHook(Protocol):
-    """Called after each environment step with the action batch and the rollout batch.
+class CollectActionBatchProtocol(Protocol):
+    """What the policy produced for one vector step, as a step hook receives it.
 
-    ``action_batch`` holds what the policy produced for the step: ``act`` (raw action, as
-    stored), ``act_normalized`` (the action sent to the envs), ``policy_entry``, ``dist`` and
-    ``hidden_state`` (None where absent). ``rollout_batch`` holds the transitions about to be
-    stored (``obs, act, rew, terminated, truncated, done, obs_next, info, policy``); keys the
-    hook adds to it are stored as well.
+    Fields are None where absent (e.g. ``dist`` and ``hidden_state`` in random collection).
     """
 
-    def __call__(self, action_batch: Batch, rollout_batch: Batch) -> None: ...
+    act: np.ndarray | torch.Tensor
+    """The raw action, as stored in the buffer (after exploration noise)."""
+    act_normalized: np.ndarray | torch.Tensor
+    """The action sent to the envs (``Policy.map_action`` of ``act``)."""
+    policy_entry: BatchProtocol | None
+    """The ``policy`` sub-batch of the policy's output, stored next to each transition."""
+    dist: Distribution | None
+    """The batched action distribution the action was drawn from."""
+    hidden_state: np.ndarray | torch.Tensor | BatchProtocol | None
+    """A recurrent policy's state after acting."""
+
+
+class CollectStepBatchProtocol(RolloutBatchProtocol, Protocol):
+    """The transitions of one vector step just before they are stored (``done`` included)."""
+
+    done: np.ndarray
+    policy: BatchProtocol
+
+
+class EpisodeBatchProtocol(RolloutBatchProtocol, Protocol):
+    """All transitions of one finished episode, oldest first, read back from the buffer."""
+
+    done: np.ndarray
+
+
+class StepHookProtocol(Protocol):
+    """Called after each environment step with the action batch and the rollout batch.
+
+    ``action_batch`` holds what the policy produced for the step (see
+    :class:`CollectActionBatchProtocol`); ``rollout_batch`` holds the transitions about to be
+    stored (``obs, act, rew, terminated, truncated, done, obs_next, info, policy``). Keys the
+    hook adds to ``rollout_batch`` are stored as well. Any callable with this signature works.
+    """
+
+    def __call__(
+        self, action_batch: CollectActionBatchProtocol, rollout_batch: CollectStepBatchProtocol
+    ) -> None: ...
+
+
+class StepHook(StepHookProtocol, ABC):
+    """Base class for step hooks (see :class:`StepHookProtocol`)."""
+
+    @abstractmethod
+    def __call__(
+        self, action_batch: CollectActionBatchProtocol, rollout_batch: CollectStepBatchProtocol
+    ) -> None: ...
 
 
 class StepHookAddActionDistribution(StepHook):
@@ -40,7 +84,9 @@ class StepHookAddActionDistribution(StepHook):
 
     ACTION_DIST_KEY = "action_dist"
 
-    def __call__(self, action_batch: Batch, rollout_batch: Batch) -> None:
+    def __call__(
+        self, action_batch: CollectActionBatchProtocol, rollout_batch: CollectStepBatchProtocol
+    ) -> None:
         dist = action_batch.dist
         if dist is None:
             return
@@ -89,6 +135,12 @@ class EpisodeRolloutHookMCReturn(EpisodeRolloutHook):
     :param gamma: discount factor in [0, 1].
     """
 
+    class OutputDict(TypedDict):
+        """The arrays the hook returns, one entry per step of the episode."""
+
+        mc_return_to_go: np.ndarray
+        full_episode_mc_return: np.ndarray
+
     MC_RETURN_TO_GO_KEY = "mc_return_to_go"
     FULL_EPISODE_MC_RETURN_KEY = "full_episode_mc_return"
 
@@ -97,10 +149,10 @@ class EpisodeRolloutHookMCReturn(EpisodeRolloutHook):
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
         self.gamma = gamma
 
-    def __call__(self, episode_batch: Batch) -> dict[str, np.ndarray]:
+    def __call__(self, episode_batch: Batch) -> OutputDict:  # type: ignore[override]
         to_go = discounted_return_to_go(episode_batch.rew, self.gamma)
         full = np.broadcast_to(to_go[0], to_go.shape).copy()
-        return {self.MC_RETURN_TO_GO_KEY: to_go, self.FULL_EPISODE_MC_RETURN_KEY: full}
+        return self.OutputDict(mc_return_to_go=to_go, full_episode_mc_return=full)
 
 
 class EpisodeRolloutHookMerged(EpisodeRolloutHook):

@@ -15,7 +15,6 @@ from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
 import torch
-from torch.distributions import Distribution
 
 IndexType = slice | int | np.ndarray | list[int] | torch.Tensor | EllipsisType | tuple[Any, ...]
 """What ``Batch.__getitem__`` accepts besides a key: anything numpy/torch accept as an index."""
@@ -253,32 +252,3 @@ class ImitationBatchProtocol(ModelOutputBatchProtocol, Protocol):
 
     q_value: torch.Tensor
     imitation_logits: torch.Tensor
-
-
-class CollectActionBatchProtocol(Protocol):
-    """What a collector computes for the R ready envs of one step, before stepping them.
-
-    Every field has R rows (``dist`` has batch size R).
-    """
-
-    act: TArr
-    """The actions as the policy returned them (stored in the buffer)."""
-    act_normalized: TArr
-    """The actions mapped to the env's action space (sent to the env)."""
-    policy_entry: BatchProtocol
-    """The policy's ``policy`` sub-batch, stored in the buffer under ``policy``."""
-    dist: Distribution | None
-    """The policy's action distribution, if it has one (used for statistics, not stored)."""
-    hidden_state: TArr | dict | BatchProtocol | None
-    """The recurrent state the policy returned, None for feed-forward policies."""
-
-
-class CollectStepBatchProtocol(RolloutBatchProtocol, Protocol):
-    """The R transitions of one collector step (R: the number of ready envs)."""
-
-    policy: BatchProtocol
-    dist: Distribution | None
-
-
-class EpisodeBatchProtocol(RolloutBatchProtocol, Protocol):
-    """The transitions of one finished episode, read back from the buffer when it ends."""
