@@ -219,7 +219,6 @@ class CollectRun:
         if len(active) < env_num:
             obs, info, state = (take_rows(v, active) for v in start)
         flush_every = self.flush_interval(obs)
-        check_output, stage = self.check_env_output, self.staging.stage
         target = n_step or n_episode or 0  # validated: exactly one is a positive int
         steps = episodes = 0
         while True:
@@ -231,14 +230,8 @@ class CollectRun:
             step_ids = None if len(active) == env_num else active
             obs_next, rew, term, trunc, info_next = env.step(act_env, step_ids)
             obs_next = as_obs(obs_next)
-            if check_output:
-                check_env_output(obs_next, rew, active, "step")
-            if self.step_hook is None:
-                stage(obs, act, obs_next, rew, term, trunc, info_next, entry, active)
-            else:
-                actions = StepActions(act, act_env, entry, state, dist)
-                self.store_with_hook(actions, (obs, obs_next, rew, term, trunc, info_next), active)
-            self.count_steps(act, dist, len(active))
+            transition = (obs, obs_next, rew, term, trunc, info_next)
+            self.record_step(transition, act, entry, active, (act_env, state, dist))
             steps += len(active)
             if render:
                 self.render(render)
@@ -303,16 +296,9 @@ class CollectRun:
             obs_next, rew, term, trunc, info = self.env.step(actions.act_env, ready)
             ready = pending.ready = env_ids_of(info)
             obs_next = as_obs(obs_next)
-            if self.check_env_output:
-                check_env_output(obs_next, rew, ready, "step")
             act, entry = pending.returned(ready)
-            obs = take_rows(obs_all, ready)
-            if self.step_hook is None:
-                self.staging.stage(obs, act, obs_next, rew, term, trunc, info, entry, ready)
-            else:
-                returned = StepActions(act, None, entry, None, None)
-                self.store_with_hook(returned, (obs, obs_next, rew, term, trunc, info), ready)
-            self.count_steps(act, None, len(ready))
+            transition = (take_rows(obs_all, ready), obs_next, rew, term, trunc, info)
+            self.record_step(transition, act, entry, ready)
             steps += len(ready)
             if render:
                 self.render(render)
@@ -391,6 +377,35 @@ class CollectRun:
         return StepActions(act, act_env, entry, state, result.get("dist"))
 
     # ---------------------------------------------------------------- 3. storing, counting
+    def record_step(
+        self,
+        transition: tuple[Any, Any, np.ndarray, np.ndarray, np.ndarray, Any],
+        act: Any,
+        policy_entry: Batch | None,
+        env_ids: np.ndarray,
+        extra: tuple[Any, Any, Distribution | None] = (None, None, None),
+    ) -> None:
+        """Check one vector step's env output, stage its rows (or, with a step hook, run the
+        hook and store them at once) and count the steps.
+
+        :param transition: ``(obs, obs_next, rew, terminated, truncated, info)``.
+        :param act: the stored actions; ``policy_entry`` the policy's sub-batch for them.
+        :param env_ids: the env of each row.
+        :param extra: ``(env actions, hidden state, distribution)``, for the step hook and the
+            statistics (plain arguments: building a :class:`StepActions` on every step would
+            cost a measurable share of collection on cheap envs).
+        """
+        obs, obs_next, rew, term, trunc, info = transition
+        if self.check_env_output:
+            check_env_output(obs_next, rew, env_ids, "step")
+        act_env, state, dist = extra
+        if self.step_hook is None:
+            self.staging.stage(obs, act, obs_next, rew, term, trunc, info, policy_entry, env_ids)
+        else:
+            actions = StepActions(act, act_env, policy_entry, state, dist)
+            self.store_with_hook(actions, transition, env_ids)
+        self.count_steps(act, dist, len(env_ids))
+
     def count_steps(self, act: Any, dist: Distribution | None, n: int) -> None:
         """Add ``n`` steps to the stats (with the action distribution, if there is one)."""
         if dist is None and self.default_step_stats:
