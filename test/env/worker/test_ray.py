@@ -52,6 +52,16 @@ def test_same_data_as_dummy_and_attributes() -> None:
         ray_venv.step([1, 1])
 
 
+def _kill_and_wait(actor: "ray.actor.ActorHandle") -> None:
+    """Kill ``actor`` and wait until Ray reports it dead (``ray.kill`` only requests it, so a
+    call made right after could still reach the live actor)."""
+    ray.kill(actor)
+    with pytest.raises(ray.exceptions.RayActorError):
+        for _ in range(100):
+            ray.get(actor.__ray_ready__.remote(), timeout=10)
+            time.sleep(0.05)
+
+
 def test_async_stepping_env_exception_and_dead_actor() -> None:
     env_fns = [CountEnv, partial(CountEnv, sleep=0.5), FailingEnv]
     venv = RayVectorEnv(env_fns, wait_num=1)
@@ -72,7 +82,7 @@ def test_async_stepping_env_exception_and_dead_actor() -> None:
         assert [i["env_id"] for i in info] == [1]
         with pytest.raises(EnvStateError, match=r"environments \[2\] must be reset"):
             venv.step([1], id=[2])  # its result was lost with the failed call
-        ray.kill(venv.workers[2].actor)  # type: ignore[attr-defined]
+        _kill_and_wait(venv.workers[2].actor)  # type: ignore[attr-defined]
         with pytest.raises(EnvWorkerError, match="environment 2"):
             venv.reset(env_id=np.array([2]))
     finally:
