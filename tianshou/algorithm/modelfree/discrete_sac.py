@@ -1,0 +1,209 @@
+"""Discrete Soft Actor-Critic: a categorical actor trained with twin soft Q-critics.
+
+With finitely many actions the expectations over the policy are exact sums instead of
+reparameterised samples (Christodoulou 2019, "Soft Actor-Critic for Discrete Action Settings"):
+the critics output one Q-value per action, the soft value of a state is
+``sum_a pi(a|s) * (min(Q1, Q2)(s, a) - alpha * log pi(a|s))``, and the actor minimises
+``-(alpha * H(pi(.|s)) + sum_a pi(a|s) * min(Q1, Q2)(s, a))``. The entropy coefficient is the
+one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.sac.FixedAlpha`) or learned
+(:class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`, fed the exact entropy of each state).
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import torch
+from gymnasium.spaces import Discrete
+from torch import nn
+from torch.distributions import Categorical
+
+from tianshou.algorithm.algorithm_base import Policy, PolicyState
+from tianshou.algorithm.modelfree.sac import Alpha, AutoAlpha, SACTrainingStats
+from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
+from tianshou.algorithm.optim import OptimizerFactory
+from tianshou.data.batch import Batch
+
+
+@dataclass(kw_only=True)
+class DiscreteSACTrainingStats(SACTrainingStats):
+    """Losses of one discrete SAC update (the fields of :class:`SACTrainingStats`)."""
+
+
+class DiscreteSACPolicy(Policy):
+    """A categorical policy over the actor's logits, as discrete SAC trains it.
+
+    >>> import numpy as np
+    >>> from tianshou.utils.net.common import Net
+    >>> from tianshou.utils.net.discrete import DiscreteActor
+    >>> body = Net(state_shape=4, hidden_sizes=[8])
+    >>> actor = DiscreteActor(preprocess_net=body, action_shape=2, softmax_output=False)
+    >>> policy = DiscreteSACPolicy(actor=actor, action_space=gym.spaces.Discrete(2))
+    >>> out = policy(Batch(obs=np.zeros((3, 4), dtype=np.float32)))
+    >>> out.act.shape, out.dist.probs.shape
+    (torch.Size([3]), torch.Size([3, 2]))
+
+    :param actor: called as ``actor(obs, state=..., info=...)``, returns ``(logits, hidden)``
+        with logits of shape ``(B, n_actions)``, e.g. a ``DiscreteActor`` built with
+        ``softmax_output=False``.
+    :param deterministic_eval: outside training steps, act with the most probable action
+        instead of sampling.
+    :param action_space: the environment's ``Discrete`` action space.
+    :param observation_space: the environment's observation space.
+    """
+
+    def __init__(
+        self,
+        *,
+        actor: nn.Module,
+        deterministic_eval: bool = True,
+        action_space: gym.Space,
+        observation_space: gym.Space | None = None,
+    ) -> None:
+        if not isinstance(action_space, Discrete):
+            raise ValueError(
+                f"DiscreteSACPolicy needs a Discrete action space, got {action_space}; use "
+                "SACPolicy (tianshou.algorithm.modelfree.sac) for continuous actions"
+            )
+        super().__init__(
+            action_space=action_space,
+            observation_space=observation_space,
+            action_scaling=False,
+            action_bound_method=None,
+        )
+        self.actor = actor
+        self.deterministic_eval = deterministic_eval
+        self._num_actions = int(action_space.n)
+
+    def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
+        """Sample actions (or take the arg-max, see ``deterministic_eval``) for ``batch.obs``.
+
+        :return: a Batch with ``logits`` ``(B, n_actions)``, ``act`` ``(B,)``, ``state`` (the
+            actor's next hidden state) and ``dist`` (the ``Categorical`` over the logits).
+        """
+        output = self.actor(batch.obs, state=state, info=batch.get("info"))
+        if not isinstance(output, tuple) or len(output) != 2:
+            raise TypeError(
+                "the discrete SAC actor must return a pair (logits, hidden_state), got "
+                f"{type(output).__name__}"
+            )
+        logits, hidden = output
+        if logits.dim() != 2 or logits.shape[-1] != self._num_actions:
+            raise ValueError(
+                f"the actor outputs logits of shape {tuple(logits.shape)}, but the action space "
+                f"{self.action_space} needs (batch_size, {self._num_actions}); check the "
+                "actor's action_shape"
+            )
+        dist = Categorical(logits=logits, validate_args=False)
+        if self.deterministic_eval and not self.is_within_training_step:
+            act = logits.argmax(dim=-1)
+        else:
+            act = dist.sample()
+        return Batch._from_parsed_dict(
+            {"logits": logits, "act": act, "state": hidden, "dist": dist}
+        )
+
+
+class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
+    """Soft Actor-Critic for discrete actions, with twin critics and exact expectations.
+
+    The critics are trained on n-step soft TD targets (see the module docstring for the soft
+    value); the actor and the entropy coefficient each take one step per update, both from the
+    entropy before the actor's step, and the target critics follow by Polyak averaging.
+
+    :param policy: the categorical policy to train.
+    :param policy_optim: the factory of the actor's optimizer.
+    :param critic: the first soft Q-critic, ``obs -> (B, n_actions)`` (e.g. a
+        ``DiscreteCritic`` with ``last_size=n_actions``).
+    :param critic_optim: the factory of the first critic's optimizer.
+    :param critic2: the second critic (None: a re-initialised copy of ``critic``).
+    :param critic2_optim: the factory of the second critic's optimizer (None: ``critic_optim``).
+    :param tau: Polyak coefficient of the target critics.
+    :param gamma: discount factor in [0, 1].
+    :param alpha: the entropy coefficient: a float (fixed) or an :class:`Alpha` such as
+        :class:`AutoAlpha` (a customary target entropy is a fraction of ``log(n_actions)``,
+        the entropy of the uniform policy).
+    :param n_step_return_horizon: number of rewards summed before bootstrapping.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: DiscreteSACPolicy,
+        policy_optim: OptimizerFactory,
+        critic: nn.Module,
+        critic_optim: OptimizerFactory,
+        critic2: nn.Module | None = None,
+        critic2_optim: OptimizerFactory | None = None,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        alpha: float | Alpha = 0.2,
+        n_step_return_horizon: int = 1,
+    ) -> None:
+        super().__init__(
+            policy=policy,
+            policy_optim=policy_optim,
+            critic=critic,
+            critic_optim=critic_optim,
+            critic2=critic2,
+            critic2_optim=critic2_optim,
+            tau=tau,
+            gamma=gamma,
+            n_step_return_horizon=n_step_return_horizon,
+        )
+        self.alpha = Alpha.from_float_or_instance(alpha)
+        if isinstance(self.alpha, AutoAlpha):
+            # register the coefficient's optimizer so that checkpoints include its state
+            registered = self._create_optimizer(self.alpha, self.alpha._optim_factory)
+            self.alpha._optim = registered.torch_optimizer
+
+    def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
+        return self.policy(obs_batch)
+
+    def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
+        """The soft value ``sum_a pi(a|s') * (min_i Q_i'(s', a) - alpha * log pi(a|s'))``."""
+        dist: Categorical = act_batch.dist
+        min_q = torch.min(self.critic_old(obs_batch.obs), self.critic2_old(obs_batch.obs))
+        expected_q = (dist.probs * min_q).sum(dim=-1)
+        return expected_q + self.alpha._coefficient() * dist.entropy()
+
+    @staticmethod
+    def _critic_td_loss(batch: Batch, critic: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(td_error, loss)`` of the taken actions' Q-values against ``batch.returns``,
+        weighted by ``batch.weight`` (prioritized replay) when present."""
+        q_BA = critic(batch.obs)
+        act_B = torch.as_tensor(batch.act, device=q_BA.device, dtype=torch.long)
+        current_q = q_BA.gather(1, act_B.reshape(-1, 1)).flatten()
+        td_error = current_q - batch.returns.flatten()
+        squared = td_error.pow(2)
+        weight = batch.__dict__.get("weight")
+        if weight is not None:
+            squared = squared * torch.as_tensor(weight, device=squared.device).flatten()
+        return td_error, squared.mean()
+
+    def _update_with_batch(self, batch: Batch) -> DiscreteSACTrainingStats:
+        critic1_loss, critic2_loss = self._minimize_critics(batch)
+        dist: Categorical = self.policy(batch).dist
+        entropy = dist.entropy()
+        with torch.no_grad():
+            min_q = torch.min(self.critic(batch.obs), self.critic2(batch.obs))
+        alpha = self.alpha._coefficient()
+        actor_loss = -(alpha * entropy + (dist.probs * min_q).sum(dim=-1)).mean()
+        # the coefficient learns from the entropy before the actor's step, as the actor's loss
+        alpha_loss = self.alpha._loss(entropy.detach())
+        if alpha_loss is None:
+            (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
+            alpha_value, alpha_loss_value = float(alpha), None
+        else:
+            new_alpha = torch.as_tensor(self.alpha._coefficient(), device=alpha_loss.device)
+            actor_value, alpha_value, alpha_loss_value = self.policy_optim.step_with_loss_values(
+                actor_loss, alpha=new_alpha, alpha_loss=alpha_loss
+            )
+        self._update_lagged_network_weights()
+        return DiscreteSACTrainingStats(
+            actor_loss=actor_value,
+            critic1_loss=critic1_loss,
+            critic2_loss=critic2_loss,
+            alpha=alpha_value,
+            alpha_loss=alpha_loss_value,
+        )
