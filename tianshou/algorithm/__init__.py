@@ -12,27 +12,47 @@ from tianshou.algorithm.algorithm_base import (
     TrainingStats,
 )
 from tianshou.algorithm.modelfree.a2c import A2C
+from tianshou.algorithm.modelfree.bdqn import BDQN
+from tianshou.algorithm.modelfree.c51 import C51
 from tianshou.algorithm.modelfree.ddpg import DDPG
+from tianshou.algorithm.modelfree.discrete_sac import DiscreteSAC
 from tianshou.algorithm.modelfree.dqn import DQN
+from tianshou.algorithm.modelfree.fqf import FQF
+from tianshou.algorithm.modelfree.iqn import IQN
+from tianshou.algorithm.modelfree.npg import NPG
 from tianshou.algorithm.modelfree.ppo import PPO
+from tianshou.algorithm.modelfree.qrdqn import QRDQN
+from tianshou.algorithm.modelfree.rainbow import RainbowDQN
+from tianshou.algorithm.modelfree.redq import REDQ
 from tianshou.algorithm.modelfree.reinforce import Reinforce
 from tianshou.algorithm.modelfree.sac import SAC
 from tianshou.algorithm.modelfree.td3 import TD3
+from tianshou.algorithm.modelfree.trpo import TRPO
 
 __all__ = [
     "A2C",
+    "BDQN",
+    "C51",
     "DDPG",
     "DQN",
+    "FQF",
+    "IQN",
+    "NPG",
     "PPO",
+    "QRDQN",
+    "REDQ",
     "SAC",
     "TD3",
+    "TRPO",
     "Algorithm",
+    "DiscreteSAC",
     "OffPolicyAlgorithm",
     "OffPolicyWrapperAlgorithm",
     "OfflineAlgorithm",
     "OnPolicyAlgorithm",
     "OnPolicyWrapperAlgorithm",
     "Policy",
+    "RainbowDQN",
     "RandomActionPolicy",
     "Reinforce",
     "TrainingStats",
