@@ -111,6 +111,16 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
             )
         return values.flatten()
 
+    def _old_log_probs(self, batch: Batch) -> torch.Tensor:
+        """Log-probabilities of the stored actions under the collecting policy, one row each."""
+        view = training_view(batch)
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, len(view), self.max_batchsize):
+                chunk = view[start : start + self.max_batchsize]
+                chunks.append(self.policy(chunk).dist.log_prob(chunk.act))
+        return torch.cat(chunks)
+
     def _add_returns_and_advantages(
         self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray
     ) -> Batch:

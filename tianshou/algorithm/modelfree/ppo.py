@@ -90,16 +90,6 @@ class PPO(A2C):
         batch.logp_old = self._old_log_probs(batch)
         return batch
 
-    def _old_log_probs(self, batch: Batch) -> torch.Tensor:
-        """Log-probabilities of the stored actions under the collecting policy, one row each."""
-        view = training_view(batch)
-        chunks = []
-        with torch.no_grad():
-            for start in range(0, len(view), self.max_batchsize):
-                chunk = view[start : start + self.max_batchsize]
-                chunks.append(self.policy(chunk).dist.log_prob(chunk.act))
-        return torch.cat(chunks)
-
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> A2CTrainingStats:
