@@ -1,11 +1,17 @@
 """Tests of FQF: the fraction-proposal loss against the 1-Wasserstein derivative, the entropy,
 the policy's expectation, the two optimizers, learning and determinism."""
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from test.algorithm.modelfree.cartpole_q_learning import (
+    assert_training_repeats_its_trace,
+    train_on_cartpole,
+)
 from tianshou.algorithm.modelfree.fqf import (
     FQF,
     FQFPolicy,
@@ -14,10 +20,7 @@ from tianshou.algorithm.modelfree.fqf import (
 )
 from tianshou.algorithm.modelfree.qrdqn import quantile_huber_loss
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
-from tianshou.data import Batch, Collector, InfoStats, VectorReplayBuffer
-from tianshou.env import DummyVectorEnv
-from tianshou.trainer import OffPolicyTrainerParams
-from tianshou.utils.determinism import TraceDeterminismTest, TraceLoggerContext
+from tianshou.data import Batch
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import FractionProposalNetwork, FullQuantileFunction
 
@@ -204,26 +207,8 @@ def make_fqf_with(**kwargs) -> FQF:
     )
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-def train_cartpole(
-    seed: int, max_epochs: int, epoch_num_steps: int, stop_at: float | None
-) -> tuple[InfoStats, FQF]:
-    """FQF on CartPole-v1; stops once the mean test return reaches ``stop_at``."""
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    task = "CartPole-v1"
-    training_envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(8)])
-    test_envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(10)])
-    training_envs.seed(seed)
-    test_envs.seed(seed + 1)
+def build_fqf() -> FQF:
+    """The FQF the CartPole tests train."""
     model = FullQuantileFunction(
         preprocess_net=Net(state_shape=4, hidden_sizes=[64]),
         action_shape=2,
@@ -237,7 +222,7 @@ def train_cartpole(
         action_space=gym.spaces.Discrete(2),
         eps_training=0.5,
     )
-    algorithm = FQF(
+    return FQF(
         policy=policy,
         optim=AdamOptimizerFactory(lr=1e-3),
         fraction_optim=TorchOptimizerFactory(torch.optim.RMSprop, lr=2.5e-9),
@@ -247,49 +232,17 @@ def train_cartpole(
         n_step_return_horizon=3,
         target_update_freq=320,
     )
-    training_collector = Collector(
-        algorithm, training_envs, VectorReplayBuffer(20000, 8), exploration_noise=True
-    )
-    test_collector = Collector(algorithm, test_envs)
-
-    def decay_eps(epoch: int, env_step: int) -> None:
-        policy.set_eps_training(max(0.05, 0.5 * (1 - env_step / 10000)))
-
-    result = algorithm.run_training(
-        OffPolicyTrainerParams(
-            training_collector=training_collector,
-            test_collector=test_collector,
-            max_epochs=max_epochs,
-            epoch_num_steps=epoch_num_steps,
-            collection_step_num_env_steps=16,
-            test_step_num_episodes=10,
-            batch_size=64,
-            update_step_num_gradient_steps_per_sample=0.5,
-            training_fn=decay_eps,
-            stop_fn=None if stop_at is None else (lambda reward: reward >= stop_at),
-            show_progress=False,
-            verbose=False,
-        )
-    )
-    return result, algorithm
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_fqf_learns_cartpole() -> None:
-    result, _ = train_cartpole(seed=1, max_epochs=10, epoch_num_steps=2000, stop_at=195.0)
+    result = train_on_cartpole(
+        build_fqf, seed=1, max_epochs=10, epoch_num_steps=2000, stop_at=195.0
+    )
     assert result.best_reward >= 195.0
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_training_twice_with_one_seed_leaves_the_same_trace(tmp_path) -> None:
-    snapshot = TraceDeterminismTest(base_path=tmp_path)
-    traces = []
-    for _ in range(2):
-        with TraceLoggerContext() as trace:
-            train_cartpole(seed=3, max_epochs=1, epoch_num_steps=200, stop_at=None)
-        traces.append(trace.get_log())
-    snapshot.check(traces[0], "fqf", create_reference_result=True)
-    result = snapshot.check(traces[1], "fqf")
-    assert result.success and result.first_difference is None
-    assert len(traces[0].log_lines) > 3
+def test_training_twice_with_one_seed_leaves_the_same_trace(tmp_path: Path) -> None:
+    assert_training_repeats_its_trace(build_fqf, "fqf", tmp_path)

@@ -1,17 +1,20 @@
 """Tests of IQN: sample sizes per use, the sampled-fraction loss against a naive double loop,
 targets, learning and determinism."""
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from test.algorithm.modelfree.cartpole_q_learning import (
+    assert_training_repeats_its_trace,
+    train_on_cartpole,
+)
 from tianshou.algorithm.modelfree.iqn import IQN, IQNPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
-from tianshou.data import Batch, Collector, InfoStats, ReplayBuffer, VectorReplayBuffer
-from tianshou.env import DummyVectorEnv
-from tianshou.trainer import OffPolicyTrainerParams
-from tianshou.utils.determinism import TraceDeterminismTest, TraceLoggerContext
+from tianshou.data import Batch, ReplayBuffer
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import ImplicitQuantileNetwork
 from tianshou.utils.torch_utils import policy_within_training_step
@@ -109,26 +112,8 @@ class TestIQN:
         assert np.mean(losses[-10:]) < np.mean(losses[:10])
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-def train_cartpole(
-    seed: int, max_epochs: int, epoch_num_steps: int, stop_at: float | None
-) -> tuple[InfoStats, IQN]:
-    """IQN on CartPole-v1; stops once the mean test return reaches ``stop_at``."""
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    task = "CartPole-v1"
-    training_envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(8)])
-    test_envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(10)])
-    training_envs.seed(seed)
-    test_envs.seed(seed + 1)
+def build_iqn() -> IQN:
+    """The IQN the CartPole tests train."""
     model = ImplicitQuantileNetwork(
         preprocess_net=Net(state_shape=4, hidden_sizes=[64]),
         action_shape=2,
@@ -136,56 +121,24 @@ def train_cartpole(
         num_cosines=64,
     )
     policy = IQNPolicy(model=model, action_space=gym.spaces.Discrete(2), eps_training=0.5)
-    algorithm = IQN(
+    return IQN(
         policy=policy,
         optim=AdamOptimizerFactory(lr=1e-3),
         gamma=0.9,
         n_step_return_horizon=3,
         target_update_freq=320,
     )
-    training_collector = Collector(
-        algorithm, training_envs, VectorReplayBuffer(20000, 8), exploration_noise=True
-    )
-    test_collector = Collector(algorithm, test_envs)
-
-    def decay_eps(epoch: int, env_step: int) -> None:
-        policy.set_eps_training(max(0.05, 0.5 * (1 - env_step / 10000)))
-
-    result = algorithm.run_training(
-        OffPolicyTrainerParams(
-            training_collector=training_collector,
-            test_collector=test_collector,
-            max_epochs=max_epochs,
-            epoch_num_steps=epoch_num_steps,
-            collection_step_num_env_steps=16,
-            test_step_num_episodes=10,
-            batch_size=64,
-            update_step_num_gradient_steps_per_sample=0.5,
-            training_fn=decay_eps,
-            stop_fn=None if stop_at is None else (lambda reward: reward >= stop_at),
-            show_progress=False,
-            verbose=False,
-        )
-    )
-    return result, algorithm
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_iqn_learns_cartpole() -> None:
-    result, _ = train_cartpole(seed=0, max_epochs=10, epoch_num_steps=2000, stop_at=195.0)
+    result = train_on_cartpole(
+        build_iqn, seed=0, max_epochs=10, epoch_num_steps=2000, stop_at=195.0
+    )
     assert result.best_reward >= 195.0
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_training_twice_with_one_seed_leaves_the_same_trace(tmp_path) -> None:
-    snapshot = TraceDeterminismTest(base_path=tmp_path)
-    traces = []
-    for _ in range(2):
-        with TraceLoggerContext() as trace:
-            train_cartpole(seed=3, max_epochs=1, epoch_num_steps=200, stop_at=None)
-        traces.append(trace.get_log())
-    snapshot.check(traces[0], "iqn", create_reference_result=True)
-    result = snapshot.check(traces[1], "iqn")
-    assert result.success and result.first_difference is None
-    assert len(traces[0].log_lines) > 3
+def test_training_twice_with_one_seed_leaves_the_same_trace(tmp_path: Path) -> None:
+    assert_training_repeats_its_trace(build_iqn, "iqn", tmp_path)

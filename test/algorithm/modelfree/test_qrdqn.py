@@ -1,24 +1,24 @@
 """Tests of QRDQN: the quantile Huber loss against a naive double loop, targets, and learning."""
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from test.algorithm.modelfree.cartpole_q_learning import (
+    assert_training_repeats_its_trace,
+    train_on_cartpole,
+)
 from tianshou.algorithm.modelfree.qrdqn import QRDQN, QRDQNPolicy, quantile_huber_loss
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
 from tianshou.data import (
     Batch,
-    Collector,
-    InfoStats,
     PrioritizedReplayBuffer,
     ReplayBuffer,
-    VectorReplayBuffer,
 )
-from tianshou.env import DummyVectorEnv
-from tianshou.trainer import OffPolicyTrainerParams
-from tianshou.utils.determinism import TraceDeterminismTest, TraceLoggerContext
 from tianshou.utils.net.common import Net
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -208,29 +208,11 @@ def make_qrdqn_with(**kwargs) -> QRDQN:
     return QRDQN(policy=policy, optim=AdamOptimizerFactory(), **kwargs)
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-def train_cartpole(
-    seed: int, max_epochs: int, epoch_num_steps: int, stop_at: float | None
-) -> tuple[InfoStats, QRDQN]:
-    """QRDQN on CartPole-v1; stops once the mean test return reaches ``stop_at``."""
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    task = "CartPole-v1"
-    training_envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(8)])
-    test_envs = DummyVectorEnv([lambda: gym.make(task) for _ in range(10)])
-    training_envs.seed(seed)
-    test_envs.seed(seed + 1)
+def build_qrdqn() -> QRDQN:
+    """The QRDQN the CartPole tests train."""
     net = Net(state_shape=4, action_shape=2, hidden_sizes=[64, 64], num_atoms=50)
     policy = QRDQNPolicy(model=net, action_space=gym.spaces.Discrete(2), eps_training=0.5)
-    algorithm = QRDQN(
+    return QRDQN(
         policy=policy,
         optim=AdamOptimizerFactory(lr=1e-3),
         gamma=0.9,
@@ -238,49 +220,17 @@ def train_cartpole(
         n_step_return_horizon=3,
         target_update_freq=320,
     )
-    training_collector = Collector(
-        algorithm, training_envs, VectorReplayBuffer(20000, 8), exploration_noise=True
-    )
-    test_collector = Collector(algorithm, test_envs)
-
-    def decay_eps(epoch: int, env_step: int) -> None:
-        policy.set_eps_training(max(0.05, 0.5 * (1 - env_step / 10000)))
-
-    result = algorithm.run_training(
-        OffPolicyTrainerParams(
-            training_collector=training_collector,
-            test_collector=test_collector,
-            max_epochs=max_epochs,
-            epoch_num_steps=epoch_num_steps,
-            collection_step_num_env_steps=16,
-            test_step_num_episodes=10,
-            batch_size=64,
-            update_step_num_gradient_steps_per_sample=0.5,
-            training_fn=decay_eps,
-            stop_fn=None if stop_at is None else (lambda reward: reward >= stop_at),
-            show_progress=False,
-            verbose=False,
-        )
-    )
-    return result, algorithm
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_qrdqn_learns_cartpole() -> None:
-    result, _ = train_cartpole(seed=0, max_epochs=10, epoch_num_steps=2000, stop_at=195.0)
+    result = train_on_cartpole(
+        build_qrdqn, seed=0, max_epochs=10, epoch_num_steps=2000, stop_at=195.0
+    )
     assert result.best_reward >= 195.0
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_training_twice_with_one_seed_leaves_the_same_trace(tmp_path) -> None:
-    snapshot = TraceDeterminismTest(base_path=tmp_path)
-    traces = []
-    for _ in range(2):
-        with TraceLoggerContext() as trace:
-            train_cartpole(seed=3, max_epochs=1, epoch_num_steps=200, stop_at=None)
-        traces.append(trace.get_log())
-    snapshot.check(traces[0], "qrdqn", create_reference_result=True)
-    result = snapshot.check(traces[1], "qrdqn")
-    assert result.success and result.first_difference is None
-    assert len(traces[0].log_lines) > 3
+def test_training_twice_with_one_seed_leaves_the_same_trace(tmp_path: Path) -> None:
+    assert_training_repeats_its_trace(build_qrdqn, "qrdqn", tmp_path)
