@@ -19,7 +19,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
-from tianshou.algorithm.modelfree.sac import Alpha, AutoAlpha, SACTrainingStats
+from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
@@ -151,11 +151,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
             gamma=gamma,
             n_step_return_horizon=n_step_return_horizon,
         )
-        self.alpha = Alpha.from_float_or_instance(alpha)
-        if isinstance(self.alpha, AutoAlpha):
-            # register the coefficient's optimizer so that checkpoints include its state
-            registered = self._create_optimizer(self.alpha, self.alpha._optim_factory)
-            self.alpha._optim = registered.torch_optimizer
+        self.alpha = alpha_registered_with(self, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         return self.policy(obs_batch)

@@ -33,7 +33,11 @@ from tianshou.algorithm.modelfree.ddpg import (
     ContinuousPolicyWithExplorationNoise,
     DDPGTrainingStats,
 )
-from tianshou.algorithm.modelfree.sac import Alpha, AutoAlpha, correct_log_prob_gaussian_tanh
+from tianshou.algorithm.modelfree.sac import (
+    Alpha,
+    alpha_registered_with,
+    correct_log_prob_gaussian_tanh,
+)
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.exploration.random import BaseNoise
@@ -174,11 +178,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
         self.actor_delay = actor_delay
         self.deterministic_eval = deterministic_eval
         self.target_mode = target_mode
-        self.alpha = Alpha.from_float_or_instance(alpha)
-        if isinstance(self.alpha, AutoAlpha):
-            # register the coefficient's optimizer so that checkpoints include its state
-            registered = self._create_optimizer(self.alpha, self.alpha._optim_factory)
-            self.alpha._optim = registered.torch_optimizer
+        self.alpha = alpha_registered_with(self, alpha)
         self.critic_gradient_step = 0
         self._last_actor_loss = 0.0
 

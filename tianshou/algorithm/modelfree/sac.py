@@ -19,7 +19,7 @@ from torch import nn
 from torch.distributions import Independent, Normal
 
 from tianshou.algorithm._update_helpers import finite_loss_values, frozen
-from tianshou.algorithm.algorithm_base import PolicyState, TrainingStats
+from tianshou.algorithm.algorithm_base import Algorithm, PolicyState, TrainingStats
 from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoise
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
@@ -265,6 +265,20 @@ class AutoAlpha(nn.Module, Alpha):
         return loss
 
 
+def alpha_registered_with(algorithm: Algorithm, alpha: float | Alpha) -> Alpha:
+    """``alpha`` as an :class:`Alpha`; a learned coefficient's optimizer is registered with
+    ``algorithm``, so that its state is saved and restored with the algorithm's checkpoints.
+
+    :param algorithm: the algorithm that owns the coefficient (SAC, discrete SAC, REDQ).
+    :param alpha: a fixed coefficient or an :class:`Alpha` instance.
+    """
+    coefficient = Alpha.from_float_or_instance(alpha)
+    if isinstance(coefficient, AutoAlpha):
+        registered = algorithm._create_optimizer(coefficient, coefficient._optim_factory)
+        coefficient._optim = registered.torch_optimizer
+    return coefficient
+
+
 class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     """Soft Actor-Critic with twin critics and a fixed or learned entropy coefficient.
 
@@ -310,11 +324,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             n_step_return_horizon=n_step_return_horizon,
         )
         self.deterministic_eval = deterministic_eval
-        self.alpha = Alpha.from_float_or_instance(alpha)
-        if isinstance(self.alpha, AutoAlpha):
-            # register the coefficient's optimizer so that checkpoints include its state
-            registered = self._create_optimizer(self.alpha, self.alpha._optim_factory)
-            self.alpha._optim = registered.torch_optimizer
+        self.alpha = alpha_registered_with(self, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         return self.policy(obs_batch)
