@@ -92,11 +92,9 @@ class TRPO(NPG):
         kls: list[float],
         step_sizes: list[float],
     ) -> TRPOTrainingStats:
+        npg_stats = super()._training_stats(actor_losses, vf_losses, kls, step_sizes)
         return TRPOTrainingStats(
-            actor_loss=SequenceSummaryStats.from_sequence(actor_losses),
-            vf_loss=SequenceSummaryStats.from_sequence(vf_losses),
-            kl=SequenceSummaryStats.from_sequence(kls),
-            step_size=SequenceSummaryStats.from_sequence(step_sizes),
+            **vars(npg_stats), step_size=SequenceSummaryStats.from_sequence(step_sizes)
         )
 
     def _step_along(
