@@ -2,12 +2,11 @@
 IQN, FQF): the same envs, collectors, epsilon schedule and trainer settings, so that each test
 file states only how its algorithm is built."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import pytest
 import torch
 
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm
@@ -19,15 +18,6 @@ from tianshou.utils.determinism import TraceDeterminismTest, TraceLoggerContext
 
 AlgorithmFactory = Callable[[], OffPolicyAlgorithm]
 """Builds the algorithm (its policy a :class:`DiscreteQLearningPolicy`); called after seeding."""
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def train_on_cartpole(

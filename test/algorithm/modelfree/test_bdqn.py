@@ -289,15 +289,6 @@ def train_pendulum(seed: int, max_epochs: int, stop_at: float | None) -> InfoSta
     )
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budget of the learning test assumes."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_bdqn_learns_pendulum_through_continuous_to_discrete() -> None:

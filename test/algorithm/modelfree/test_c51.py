@@ -243,14 +243,6 @@ class TestAlgorithm:
         assert math.isfinite(stats.loss)
 
 
-@pytest.fixture
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def train_cartpole(
     seed: int, max_epochs: int, epoch_num_steps: int, stop_at: float | None
 ) -> tuple[InfoStats, TraceLog]:

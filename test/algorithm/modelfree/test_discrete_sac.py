@@ -446,15 +446,6 @@ class TestUpdate:
             make_sac(alpha="auto")
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def build_cartpole_sac(space: gym.Space, hidden: list[int]) -> DiscreteSAC:
     actor = DiscreteActor(
         preprocess_net=Net(state_shape=4, hidden_sizes=hidden),

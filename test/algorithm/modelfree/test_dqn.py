@@ -352,15 +352,6 @@ class TestUpdate:
             assert torch.equal(a, b)
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def train_cartpole(seed: int, max_epochs: int, stop_at: float | None) -> tuple[InfoStats, DQN]:
     """DQN on CartPole-v1 with 8 training envs; stops once the test return reaches ``stop_at``."""
     np.random.seed(seed)

@@ -228,14 +228,6 @@ def train_cartpole(
     return result, trace.get_log()
 
 
-@pytest.fixture
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_rainbow_learns_cartpole() -> None:

@@ -369,15 +369,6 @@ class TestUpdate:
             make_redq(**kwargs)
 
 
-@pytest.fixture
-def one_thread():
-    """Train on one core, as the time budgets of the learning tests assume."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def train_pendulum(
     seed: int, max_epochs: int, epoch_num_steps: int, stop_at: float | None
 ) -> tuple[InfoStats, TraceLog]:
