@@ -1,0 +1,1 @@
+"""Factories for the torch modules of an experiment (actors, critics, intermediate networks)."""

@@ -1,0 +1,1 @@
+"""Parameter objects of the high-level API and the factories they are turned into."""
