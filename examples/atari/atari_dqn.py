@@ -1,0 +1,75 @@
+"""Deep Q-Network on an Atari game, with the published hyper-parameters.
+
+Mnih et al., "Human-level control through deep reinforcement learning" (2015): the Nature-DQN
+network on 4 stacked 84x84 grayscale frames, epsilon decaying from 1 to 0.05 over the first
+1M env steps (0.005 in tests), a target network copied every 500 updates, batch 32, Adam with
+lr 1e-4 (RMSprop 2.5e-4 in the paper), 3-step returns (1 in the paper), a 100k-transition
+buffer (1M in the paper), one update per 10 env steps collected by 10 envs.
+
+    python examples/atari/atari_dqn.py --task PongNoFrameskip-v4 --seed 0
+    python examples/atari/atari_dqn.py --watch --resume-path log/PongNoFrameskip-v4/dqn/0/policy.pth
+"""
+
+import argparse
+from collections.abc import Sequence
+
+from tianshou.algorithm import DQN
+from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.data import CollectStats, InfoStats
+from tianshou.env.atari.atari_network import DQNet
+
+from atari_common import (  # the script's own directory is on sys.path
+    AtariEnvs,
+    add_q_learning_arguments,
+    atari_envs,
+    atari_parser,
+    create_logger,
+    epsilon_greedy_fns,
+    load_resume_path,
+    scale_obs_if,
+    train_off_policy,
+    watch,
+)
+
+
+def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = atari_parser(__doc__.split("\n")[0], off_policy=True)
+    add_q_learning_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def build_dqn(args: argparse.Namespace, envs: AtariEnvs) -> DQN:
+    """DQN with a Nature-DQN Q-network for ``envs``' frames and actions."""
+    net = scale_obs_if(args.scale_obs, DQNet(*envs.frame_shape, action_shape=envs.num_actions))
+    policy = DiscreteQLearningPolicy(
+        model=net.to(args.device),
+        action_space=envs.env.action_space,
+        eps_training=args.eps_train,
+        eps_inference=args.eps_test,
+    )
+    return DQN(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=args.lr),
+        gamma=args.gamma,
+        n_step_return_horizon=args.n_step,
+        target_update_freq=args.target_update_freq,
+    ).to(args.device)
+
+
+def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
+    args = get_args(argv)
+    with atari_envs(args) as envs:
+        algorithm = build_dqn(args, envs)
+        load_resume_path(algorithm, args)
+        if args.watch:
+            return watch(algorithm, envs, args)
+        logger, log_path = create_logger(args, "dqn")
+        training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
+        return train_off_policy(
+            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
+        )
+
+
+if __name__ == "__main__":
+    main()
