@@ -1,0 +1,60 @@
+"""REINFORCE (vanilla policy gradient) on a MuJoCo task, with the benchmark hyper-parameters.
+
+Williams, "Simple Statistical Gradient-Following Algorithms for Connectionist Reinforcement
+Learning" (1992): 16 envs collecting 2048 steps per update, one gradient step on all of them,
+a 64x64 tanh Gaussian policy with tanh-bounded actions, Adam (lr 1e-3) with linear decay,
+standardised returns and observation normalisation.
+
+    python examples/mujoco/mujoco_reinforce.py --task Hopper-v5 --seed 0
+    python examples/mujoco/mujoco_reinforce.py --watch \\
+        --resume-path log/Hopper-v5/reinforce/0/policy.pth
+"""
+
+import argparse
+from collections.abc import Sequence
+
+import gymnasium as gym
+
+from tianshou.algorithm import Reinforce
+from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.data import CollectStats, InfoStats
+
+from mujoco_env import (  # the script's own directory is on sys.path
+    gaussian_policy,
+    on_policy_actor_critic,
+    on_policy_parser,
+    run_experiment,
+    train_on_policy,
+    with_lr_decay,
+)
+
+
+def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = on_policy_parser(
+        __doc__, collection_step_num_env_steps=2048, action_bound_method="tanh"
+    )
+    return parser.parse_args(argv)
+
+
+def build_reinforce(args: argparse.Namespace, env: gym.Env) -> Reinforce:
+    """REINFORCE for ``env``'s spaces with an orthogonally initialised 64x64 tanh policy.
+
+    ``--return-scaling`` standardises the returns (REINFORCE has no critic to scale).
+    """
+    actor, _ = on_policy_actor_critic(args, env)
+    return Reinforce(
+        policy=gaussian_policy(args, actor, env),
+        optim=with_lr_decay(AdamOptimizerFactory(lr=args.lr), args),
+        gamma=args.gamma,
+        return_standardization=args.return_scaling,
+    ).to(args.device)
+
+
+def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
+    return run_experiment(
+        get_args(argv), "reinforce", build_reinforce, train_on_policy, obs_norm=True
+    )
+
+
+if __name__ == "__main__":
+    main()
