@@ -193,6 +193,39 @@ class TestFQF:
             torch.testing.assert_close(after, before - 0.01 * grad)
         assert len(algorithm.state_dict()["_optimizers"]) == 2
 
+    def test_targets_skip_the_inner_fraction_quantiles(self, monkeypatch) -> None:
+        """The targets need quantiles at the midpoints only: one pass of the quantile head for
+        the online network and one for the target network, none at the inner fractions; the
+        online network's training flag is restored afterwards."""
+        algorithm = make_fqf(target_update_freq=5)
+        algorithm.train()
+        reference = make_fqf(target_update_freq=5)
+        buffer = filled_buffer()
+        indices = np.arange(8)
+        model = algorithm.policy.model
+        passes: list[int] = []
+        compute = type(model)._compute_quantiles
+
+        def counting(net, features, taus):
+            passes.append(taus.shape[1])
+            return compute(net, features, taus)
+
+        monkeypatch.setattr(type(model), "_compute_quantiles", counting)
+        batch = algorithm._preprocess_batch(buffer[indices], buffer, indices)
+        assert passes == [NUM_FRACTIONS, NUM_FRACTIONS]
+        assert model.training
+        # the same targets as the full training-mode pass of the online network gives
+        monkeypatch.setattr(type(model), "_compute_quantiles", compute)
+        obs_next = Batch(obs=buffer[indices].obs_next, info=Batch())
+        online = reference.policy(obs_next)
+        target = reference.policy(obs_next, model=reference.model_old, fractions=online.fractions)
+        assert online.quantiles_tau is not None
+        expected = target.logits[torch.arange(8), torch.as_tensor(online.act)]
+        torch.testing.assert_close(
+            algorithm._target_q_compute_value(buffer[indices].obs_next), expected
+        )
+        assert batch.returns.shape == (8, NUM_FRACTIONS)
+
 
 def make_fqf_with(**kwargs) -> FQF:
     model = FullQuantileFunction(

@@ -110,6 +110,18 @@ class TestNoise:
         assert not rainbow.policy.model.training
         assert not rainbow.model_old.training and not rainbow.model_old.module.training
 
+    def test_mixed_modes_are_restored_module_by_module(self) -> None:
+        rainbow = make_rainbow(target_update_freq=100)
+        rainbow.train()
+        noisy_layers = [m for m in rainbow.policy.model.modules() if isinstance(m, NoisyLinear)]
+        noisy_layers[0].eval()
+        modes = {name: m.training for name, m in rainbow.named_modules()}
+        buffer = filled_buffer()
+        indices = np.arange(8)
+        rainbow._preprocess_batch(buffer[indices], buffer, indices)
+        assert {name: m.training for name, m in rainbow.named_modules()} == modes
+        assert not noisy_layers[0].training and noisy_layers[1].training
+
     def test_same_seed_same_noise_and_targets(self) -> None:
         buffer = filled_buffer()
         indices = np.arange(8)

@@ -210,7 +210,7 @@ class FQF(QRDQN[FQFPolicy]):
         """Target quantiles ``(B, N)`` at the greedy next action, at the fractions the online
         networks propose for the next observation."""
         obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
-        online = self.policy(obs_batch)
+        online = self._propose_without_inner_quantiles(obs_batch)
         if self.model_old is None:
             next_quantiles = online.logits
         else:
@@ -218,6 +218,22 @@ class FQF(QRDQN[FQFPolicy]):
                 obs_batch, model=self.model_old, fractions=online.fractions
             ).logits
         return quantiles_of_actions(next_quantiles, online.act)
+
+    def _propose_without_inner_quantiles(self, obs_batch: Batch) -> Batch:
+        """The online policy's output for ``obs_batch`` without ``quantiles_tau``.
+
+        The quantile network computes the quantiles at the inner fractions (a second pass of its
+        head, for the fraction loss only) when its own ``training`` flag is set; targets do not
+        need them, so that flag alone is lowered meanwhile. Its sub-modules keep their mode, so
+        e.g. dropout in the body behaves as in any other training-time pass.
+        """
+        model = self.policy.model
+        was_training = model.training
+        model.training = False
+        try:
+            return self.policy(obs_batch)
+        finally:
+            model.training = was_training
 
     def _update_with_batch(self, batch: Batch) -> FQFTrainingStats:
         """One step of each optimizer: the proposal network on the fraction loss minus the

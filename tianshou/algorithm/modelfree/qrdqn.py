@@ -40,17 +40,15 @@ def quantile_huber_loss(
             f"quantiles {tuple(quantiles_BN.shape)} and targets {tuple(target_BM.shape)} must be "
             "(batch, N) and (batch, M) with the same batch size"
         )
-    current_BN1 = quantiles_BN.unsqueeze(2)
-    target_B1M = target_BM.detach().to(quantiles_BN.dtype).unsqueeze(1)
-    huber_BNM = F.huber_loss(
-        current_BN1.expand(-1, -1, target_B1M.shape[2]),
-        target_B1M.expand(-1, current_BN1.shape[1], -1),
-        reduction="none",
-        delta=1.0,
+    current_BNM, target_BNM = torch.broadcast_tensors(
+        quantiles_BN.unsqueeze(2), target_BM.detach().to(quantiles_BN.dtype).unsqueeze(1)
     )
-    below_BNM = (target_B1M - current_BN1).detach().lt(0.0).to(quantiles_BN.dtype)
+    huber_BNM = F.huber_loss(current_BNM, target_BNM, reduction="none", delta=1.0)
     taus_1N1 = taus.reshape(-1, quantiles_BN.shape[1], 1).to(quantiles_BN.dtype)
-    loss_B = ((taus_1N1 - below_BNM).abs() * huber_BNM).sum(2).mean(1)
+    # |tau - 1{u < 0}| for u = target - current: one select instead of a cast, subtraction and
+    # absolute value over the whole (B, N, M) tensor
+    below_BNM = target_BNM < current_BNM.detach()
+    loss_B = (torch.where(below_BNM, 1.0 - taus_1N1, taus_1N1) * huber_BNM).sum(2).mean(1)
     priority_B = huber_BNM.detach().sum(2).mean(1)
     return loss_B, priority_B
 
