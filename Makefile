@@ -41,6 +41,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmark.data
 	$(BIN)/python -m benchmark.collect
 	$(BIN)/python -m benchmark.train
+	$(BIN)/python -m benchmark.update_rate_qlearning
+	$(BIN)/python -m benchmark.update_rate_policy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

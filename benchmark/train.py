@@ -8,14 +8,19 @@ Prints one JSON line per case:
 (c) ``ppo_hopper``: ``examples/mujoco/mujoco_ppo.py``'s PPO on Hopper-v5 for 100k env steps with
     8 envs: wall seconds and the final test return (median of 3 seeds);
 (d) ``sac_update``: SAC gradient steps per second on Hopper-v5 shapes (batch 256, 256x256
-    networks, auto alpha) next to ``benchmark/sac_bare.py``'s bare PyTorch update, the limit.
+    networks, auto alpha) next to ``benchmark/sac_bare.py``'s bare PyTorch update, the limit;
+(e) ``c51_cartpole``: C51 until the mean test return reaches 195 on CartPole-v1;
+(f) ``redq_pendulum``: REDQ until it reaches -250 on Pendulum-v1;
+    both with the settings of their learning tests (``test/algorithm/modelfree/test_c51.py``,
+    ``test_redq.py``), over 3 seeds, with the median wall seconds and env steps.
 
 Everything runs on one torch thread so the cases do not fight over the machine's cores.
 
-    python -m benchmark.train [--cases a b c d] [--seeds 0 1 2]
+    python -m benchmark.train [--cases a b c d e f] [--seeds 0 1 2]
 """
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -28,14 +33,16 @@ import torch
 
 from benchmark.sac_bare import BareSAC
 from benchmark.timing import emit, seconds_per_call
-from tianshou.algorithm import PPO, SAC, RandomActionPolicy
+from tianshou.algorithm import C51, PPO, REDQ, SAC, RandomActionPolicy
+from tianshou.algorithm.modelfree.c51 import C51Policy
+from tianshou.algorithm.modelfree.redq import REDQPolicy
 from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
-from tianshou.utils.net.common import Net
+from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 from tianshou.utils.torch_utils import policy_within_training_step
@@ -168,6 +175,116 @@ def sac_pendulum(seed: int) -> tuple[float, int, float]:
     return time.perf_counter() - start, result.train_step, result.best_reward
 
 
+def c51_cartpole(seed: int) -> tuple[float, int, float]:
+    """C51 on CartPole-v1 until 195; returns (wall seconds, env steps, best test return).
+
+    The settings of ``test/algorithm/modelfree/test_c51.py``: 3x128 networks, 51 atoms on
+    [-10, 10], 3-step returns, epsilon decaying from 0.5 to 0.05 over 10k steps.
+    """
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    training_envs, test_envs = (
+        seeded_envs("CartPole-v1", 8, seed),
+        seeded_envs("CartPole-v1", TEST_EPISODES, seed + 100),
+    )
+    net = Net(
+        state_shape=4, action_shape=2, hidden_sizes=[128, 128, 128], softmax=True, num_atoms=51
+    )
+    policy = C51Policy(
+        model=net,
+        action_space=gym.make("CartPole-v1").action_space,
+        num_atoms=51,
+        v_min=-10.0,
+        v_max=10.0,
+        eps_training=0.5,
+    )
+    algorithm = C51(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=1e-3),
+        gamma=0.9,
+        n_step_return_horizon=3,
+        target_update_freq=320,
+    )
+
+    def decay_eps(epoch: int, env_step: int) -> None:
+        policy.set_eps_training(max(0.05, 0.5 * (1 - env_step / 10000)))
+
+    start = time.perf_counter()
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=Collector(
+                algorithm, training_envs, VectorReplayBuffer(20_000, 8), exploration_noise=True
+            ),
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=20,
+            epoch_num_steps=1000,
+            collection_step_num_env_steps=16,
+            test_step_num_episodes=TEST_EPISODES,
+            batch_size=64,
+            update_step_num_gradient_steps_per_sample=0.5,
+            training_fn=decay_eps,
+            stop_fn=lambda mean_return: mean_return >= 195,
+            verbose=False,
+            show_progress=False,
+        )
+    )
+    return time.perf_counter() - start, result.train_step, result.best_reward
+
+
+def redq_pendulum(seed: int) -> tuple[float, int, float]:
+    """REDQ on Pendulum-v1 until -250; returns (wall seconds, env steps, best test return).
+
+    The settings of ``test/algorithm/modelfree/test_redq.py``: 64x64 networks, 10 critics
+    (``EnsembleLinear``), subsets of 2, one critic and one actor step per env step, learned alpha.
+    """
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    space = gym.make("Pendulum-v1").action_space
+    training_envs, test_envs = (
+        seeded_envs("Pendulum-v1", 4, seed),
+        seeded_envs("Pendulum-v1", TEST_EPISODES, seed + 100),
+    )
+    actor = ContinuousActorProbabilistic(
+        preprocess_net=Net(state_shape=3, hidden_sizes=[64, 64]),
+        action_shape=1,
+        unbounded=True,
+        conditioned_sigma=True,
+    )
+    linear = functools.partial(EnsembleLinear, 10)
+    body = Net(
+        state_shape=3, action_shape=1, hidden_sizes=[64, 64], concat=True, linear_layer=linear
+    )
+    algorithm = REDQ(
+        policy=REDQPolicy(actor=actor, action_space=space),
+        policy_optim=AdamOptimizerFactory(lr=1e-3),
+        critic=ContinuousCritic(preprocess_net=body, linear_layer=linear, flatten_input=False),
+        critic_optim=AdamOptimizerFactory(lr=1e-3),
+        ensemble_size=10,
+        subset_size=2,
+        actor_delay=1,
+        alpha=AutoAlpha(-1.0, 0.0, AdamOptimizerFactory(lr=3e-4)),
+    )
+    start = time.perf_counter()
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=Collector(
+                algorithm, training_envs, VectorReplayBuffer(20_000, 4), exploration_noise=True
+            ),
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=8,
+            epoch_num_steps=1000,
+            collection_step_num_env_steps=8,
+            test_step_num_episodes=TEST_EPISODES,
+            batch_size=128,
+            update_step_num_gradient_steps_per_sample=1.0,
+            stop_fn=lambda mean_return: mean_return >= -250,
+            verbose=False,
+            show_progress=False,
+        )
+    )
+    return time.perf_counter() - start, result.train_step, result.best_reward
+
+
 def ppo_hopper(
     seed: int, extra_args: Sequence[str] = PPO_HOPPER_100K_ARGS
 ) -> tuple[float, int, float]:
@@ -259,7 +376,7 @@ def over_seeds(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", nargs="*", default=["a", "b", "c", "d"])
+    parser.add_argument("--cases", nargs="*", default=["a", "b", "c", "d", "e", "f"])
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -280,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         speed = sac_updates_per_second()
         ratio = speed["updates_per_s"] / speed["bare_updates_per_s"]
         emit({"bench": "sac_update_hopper_shapes", **speed, "ratio": ratio, "target_ratio": 0.9})
+    if "e" in args.cases:
+        over_seeds("c51_cartpole_to_195", c51_cartpole, args.seeds)
+    if "f" in args.cases:
+        over_seeds("redq_pendulum_to_-250", redq_pendulum, args.seeds)
 
 
 if __name__ == "__main__":

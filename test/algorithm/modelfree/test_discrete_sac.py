@@ -377,6 +377,16 @@ class TestUpdate:
         assert torch.allclose(processed.weight, ((q1 - returns) + (q2 - returns)) / 2, atol=1e-5)
         assert all(isinstance(v, float) for v in stats.get_loss_stats_dict().values())
 
+    def test_an_update_samples_no_actions(self) -> None:
+        """The targets and the actor loss are exact expectations over the actions, so an
+        update draws nothing from torch's generator."""
+        sac = make_sac()
+        buffer = filled_buffer()
+        state = torch.get_rng_state()
+        with policy_within_training_step(sac.policy):
+            sac.update(buffer, 8)
+        assert torch.equal(torch.get_rng_state(), state)
+
     def test_importance_weights_scale_the_critic_loss(self) -> None:
         sac = make_sac()
         buffer = filled_buffer()

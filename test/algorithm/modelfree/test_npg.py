@@ -193,6 +193,19 @@ class TestNPGUpdate:
         assert not torch.equal(flat_params(npg.critic), critic_before)
         assert set(stats.get_loss_stats_dict()) == {"actor_loss", "vf_loss", "kl"}
 
+    def test_the_kl_reference_is_the_policy_output_cut_from_the_graph(self) -> None:
+        npg = make_npg()
+        batch, _ = episode_buffer([1.0, -1.0, 2.0], terminated_at=[2]).sample(0)
+        result = npg.policy(batch)
+        old = npg._constant_copy(result, batch)
+        assert result.dist.probs.requires_grad and not old.probs.requires_grad
+        assert torch.equal(old.probs, result.dist.probs)
+        # an actor output it cannot rebuild the distribution from: recomputed without gradients
+        opaque = Batch(logits=Batch(raw=np.zeros(3)), dist=result.dist)
+        recomputed = npg._constant_copy(opaque, batch)
+        assert not recomputed.probs.requires_grad
+        assert torch.allclose(recomputed.probs, result.dist.probs)
+
     def test_advantages_are_normalised_over_the_batch(self) -> None:
         npg = make_npg(advantage_normalization=True)
         buffer = episode_buffer([1.0, -1.0, 2.0, 0.5], terminated_at=[3])

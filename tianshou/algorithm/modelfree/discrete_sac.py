@@ -81,6 +81,18 @@ class DiscreteSACPolicy(Policy):
         :return: a Batch with ``logits`` ``(B, n_actions)``, ``act`` ``(B,)``, ``state`` (the
             actor's next hidden state) and ``dist`` (the ``Categorical`` over the logits).
         """
+        logits, hidden = self._logits(batch, state)
+        dist = Categorical(logits=logits, validate_args=False)
+        if self.deterministic_eval and not self.is_within_training_step:
+            act = logits.argmax(dim=-1)
+        else:
+            act = dist.sample()
+        return Batch._from_parsed_dict(
+            {"logits": logits, "act": act, "state": hidden, "dist": dist}
+        )
+
+    def _logits(self, batch: Batch, state: PolicyState) -> tuple[torch.Tensor, PolicyState]:
+        """The actor's ``(logits, hidden)`` for ``batch.obs``, with the shapes checked."""
         output = self.actor(batch.obs, state=state, info=batch.get("info"))
         if not isinstance(output, tuple) or len(output) != 2:
             raise TypeError(
@@ -94,14 +106,19 @@ class DiscreteSACPolicy(Policy):
                 f"{self.action_space} needs (batch_size, {self._num_actions}); check the "
                 "actor's action_shape"
             )
-        dist = Categorical(logits=logits, validate_args=False)
-        if self.deterministic_eval and not self.is_within_training_step:
-            act = logits.argmax(dim=-1)
-        else:
-            act = dist.sample()
-        return Batch._from_parsed_dict(
-            {"logits": logits, "act": act, "state": hidden, "dist": dist}
-        )
+        return logits, hidden
+
+    def _log_probs(self, batch: Batch) -> torch.Tensor:
+        """``log pi(.|s)`` of shape ``(B, n_actions)``, for the update's exact expectations (no
+        action is sampled)."""
+        return self._logits(batch, None)[0].log_softmax(dim=-1)
+
+
+def _entropy(probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+    """The entropy of each row of a categorical distribution, ``(B,)``; actions of probability 0
+    (log-probability -inf) contribute 0."""
+    finite_log_probs = log_probs.clamp(min=torch.finfo(log_probs.dtype).min)
+    return -(probs * finite_log_probs).sum(dim=-1)
 
 
 class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
@@ -154,14 +171,17 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         self.alpha = alpha_registered_with(self, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
-        return self.policy(obs_batch)
+        """The policy's ``log_probs`` at the next observations (the soft value is an exact
+        expectation over the actions, so none is sampled)."""
+        return Batch._from_parsed_dict({"log_probs": self.policy._log_probs(obs_batch)})
 
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """The soft value ``sum_a pi(a|s') * (min_i Q_i'(s', a) - alpha * log pi(a|s'))``."""
-        dist: Categorical = act_batch.dist
+        log_probs = act_batch.log_probs
+        probs = log_probs.exp()
         min_q = torch.min(self.critic_old(obs_batch.obs), self.critic2_old(obs_batch.obs))
-        expected_q = (dist.probs * min_q).sum(dim=-1)
-        return expected_q + self.alpha._coefficient() * dist.entropy()
+        expected_q = (probs * min_q).sum(dim=-1)
+        return expected_q + self.alpha._coefficient() * _entropy(probs, log_probs)
 
     @staticmethod
     def _critic_td_loss(batch: Batch, critic: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,12 +199,13 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
 
     def _update_with_batch(self, batch: Batch) -> DiscreteSACTrainingStats:
         critic1_loss, critic2_loss = self._minimize_critics(batch)
-        dist: Categorical = self.policy(batch).dist
-        entropy = dist.entropy()
+        log_probs = self.policy._log_probs(batch)
+        probs = log_probs.exp()
+        entropy = _entropy(probs, log_probs)
         with torch.no_grad():
             min_q = torch.min(self.critic(batch.obs), self.critic2(batch.obs))
         alpha = self.alpha._coefficient()
-        actor_loss = -(alpha * entropy + (dist.probs * min_q).sum(dim=-1)).mean()
+        actor_loss = -(alpha * entropy + (probs * min_q).sum(dim=-1)).mean()
         # the coefficient learns from the entropy before the actor's step, as the actor's loss
         alpha_loss = self.alpha._loss(entropy.detach())
         if alpha_loss is None:

@@ -8,6 +8,7 @@ critic is trained separately by its own optimizer.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -229,14 +230,14 @@ class NPG(ActorCriticOnPolicyAlgorithm):
     def _update_actor(self, minibatch: Batch) -> tuple[float, float, float]:
         """One natural-gradient step on ``minibatch``; returns (actor loss, KL, step size)."""
         params = self._actor_params()
-        dist = self.policy(minibatch).dist
+        result = self.policy(minibatch)
+        dist = result.dist
         actor_loss = self._surrogate_loss(dist, minibatch)
         (loss_value,) = finite_loss_values(
             f"the {type(self).__name__} actor update", actor_loss=actor_loss
         )
         flat_grads = flat_grad(actor_loss, params, retain_graph=True).detach()
-        with torch.no_grad():
-            old_dist = self.policy(minibatch).dist
+        old_dist = self._constant_copy(result, minibatch)
         kl = kl_divergence(old_dist, dist).mean()
         flat_kl_grad = flat_grad(kl, params, create_graph=True)
         direction = -conjugate_gradients(
@@ -249,6 +250,21 @@ class NPG(ActorCriticOnPolicyAlgorithm):
         with torch.no_grad():
             new_kl = kl_divergence(old_dist, self.policy(minibatch).dist).mean().item()
         return loss_value, new_kl, step_size
+
+    def _constant_copy(self, result: Batch, minibatch: Batch) -> Distribution:
+        """The distribution of the policy's ``result`` as a constant (outside the graph).
+
+        It is rebuilt from the detached actor output when that is a tensor or a tuple of
+        tensors (saving a forward pass), else recomputed without gradients.
+        """
+        dist_input = result.logits
+        dist_fn: Callable[[Any], Distribution] = self.policy.dist_fn
+        if isinstance(dist_input, torch.Tensor):
+            return dist_fn(dist_input.detach())
+        if isinstance(dist_input, tuple) and all(isinstance(x, torch.Tensor) for x in dist_input):
+            return dist_fn(tuple(x.detach() for x in dist_input))
+        with torch.no_grad():
+            return self.policy(minibatch).dist
 
     def _step_along(
         self,
