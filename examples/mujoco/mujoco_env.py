@@ -163,10 +163,12 @@ def _make_rendering_env(task: str, size: int = 240) -> gym.Env:
     """``task`` rendering ``rgb_array`` frames, at ``size`` pixels a side if the env supports it
     (MuJoCo envs do; rendering small is faster than downscaling later).
 
-    Shadows and reflections are switched off: without a GPU, EGL renders in software, where
-    they make every frame 5-8x slower. Only the looks change, not the physics."""
+    The view is the model's ``track`` camera, which follows the body (the locomotion tasks
+    have one; without it MuJoCo's free camera is used), so that a hopper does not hop out of
+    the picture. Shadows and reflections are switched off: without a GPU, EGL renders in
+    software, where they make every frame 5-8x slower. Only the looks change, not the physics."""
     try:
-        env = gym.make(task, render_mode="rgb_array", width=size, height=size)
+        env = gym.make(task, render_mode="rgb_array", width=size, height=size, camera_name="track")
     except TypeError:
         return gym.make(task, render_mode="rgb_array")
     model = getattr(env.unwrapped, "model", None)
