@@ -23,14 +23,9 @@ from tianshou.env.atari.atari_network import C51Net
 from atari_common import (  # the script's own directory is on sys.path
     AtariEnvs,
     add_q_learning_arguments,
-    atari_envs,
     atari_parser,
-    create_logger,
-    epsilon_greedy_fns,
-    load_resume_path,
+    run_q_learning,
     scale_obs_if,
-    train_off_policy,
-    watch,
 )
 
 
@@ -65,17 +60,7 @@ def build_c51(args: argparse.Namespace, envs: AtariEnvs) -> C51:
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
-    args = get_args(argv)
-    with atari_envs(args) as envs:
-        algorithm = build_c51(args, envs)
-        load_resume_path(algorithm, args)
-        if args.watch:
-            return watch(algorithm, envs, args)
-        logger, log_path = create_logger(args, "c51")
-        training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
-        return train_off_policy(
-            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
-        )
+    return run_q_learning(get_args(argv), build_c51, "c51")
 
 
 if __name__ == "__main__":

@@ -382,6 +382,28 @@ def train_off_policy(
     return result
 
 
+def run_q_learning(
+    args: argparse.Namespace,
+    build: Callable[[argparse.Namespace, AtariEnvs], Algorithm],
+    algo_name: str,
+) -> InfoStats | CollectStats:
+    """The whole run of an epsilon-greedy Q-learning script (DQN, C51, QRDQN, IQN, FQF).
+
+    Builds the algorithm with ``build``, loads ``--resume-path``, then either watches it or trains
+    it with the epsilon schedules of :func:`epsilon_greedy_fns`, logging under ``algo_name``.
+    """
+    with atari_envs(args) as envs:
+        algorithm = build(args, envs)
+        load_resume_path(algorithm, args)
+        if args.watch:
+            return watch(algorithm, envs, args)
+        logger, log_path = create_logger(args, algo_name)
+        training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
+        return train_off_policy(
+            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
+        )
+
+
 def render_interval(render: float) -> float | None:
     """``--render`` (seconds between frames), or None: when it is 0, or (with a warning) when
     there is no display to render to, so that watching a policy on a headless machine still

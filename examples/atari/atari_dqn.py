@@ -22,14 +22,9 @@ from tianshou.env.atari.atari_network import DQNet
 from atari_common import (  # the script's own directory is on sys.path
     AtariEnvs,
     add_q_learning_arguments,
-    atari_envs,
     atari_parser,
-    create_logger,
-    epsilon_greedy_fns,
-    load_resume_path,
+    run_q_learning,
     scale_obs_if,
-    train_off_policy,
-    watch,
 )
 
 
@@ -58,17 +53,7 @@ def build_dqn(args: argparse.Namespace, envs: AtariEnvs) -> DQN:
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
-    args = get_args(argv)
-    with atari_envs(args) as envs:
-        algorithm = build_dqn(args, envs)
-        load_resume_path(algorithm, args)
-        if args.watch:
-            return watch(algorithm, envs, args)
-        logger, log_path = create_logger(args, "dqn")
-        training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
-        return train_off_policy(
-            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
-        )
+    return run_q_learning(get_args(argv), build_dqn, "dqn")
 
 
 if __name__ == "__main__":

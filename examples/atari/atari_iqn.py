@@ -25,14 +25,9 @@ from tianshou.utils.net.discrete import ImplicitQuantileNetwork
 from atari_common import (  # the script's own directory is on sys.path
     AtariEnvs,
     add_q_learning_arguments,
-    atari_envs,
     atari_parser,
-    create_logger,
-    epsilon_greedy_fns,
-    load_resume_path,
+    run_q_learning,
     scale_obs_if,
-    train_off_policy,
-    watch,
 )
 
 
@@ -75,17 +70,7 @@ def build_iqn(args: argparse.Namespace, envs: AtariEnvs) -> IQN:
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
-    args = get_args(argv)
-    with atari_envs(args) as envs:
-        algorithm = build_iqn(args, envs)
-        load_resume_path(algorithm, args)
-        if args.watch:
-            return watch(algorithm, envs, args)
-        logger, log_path = create_logger(args, "iqn")
-        training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
-        return train_off_policy(
-            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
-        )
+    return run_q_learning(get_args(argv), build_iqn, "iqn")
 
 
 if __name__ == "__main__":

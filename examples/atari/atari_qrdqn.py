@@ -24,14 +24,9 @@ from tianshou.env.atari.atari_network import QRDQNet
 from atari_common import (  # the script's own directory is on sys.path
     AtariEnvs,
     add_q_learning_arguments,
-    atari_envs,
     atari_parser,
-    create_logger,
-    epsilon_greedy_fns,
-    load_resume_path,
+    run_q_learning,
     scale_obs_if,
-    train_off_policy,
-    watch,
 )
 
 
@@ -64,17 +59,7 @@ def build_qrdqn(args: argparse.Namespace, envs: AtariEnvs) -> QRDQN:
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
-    args = get_args(argv)
-    with atari_envs(args) as envs:
-        algorithm = build_qrdqn(args, envs)
-        load_resume_path(algorithm, args)
-        if args.watch:
-            return watch(algorithm, envs, args)
-        logger, log_path = create_logger(args, "qrdqn")
-        training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
-        return train_off_policy(
-            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
-        )
+    return run_q_learning(get_args(argv), build_qrdqn, "qrdqn")
 
 
 if __name__ == "__main__":
