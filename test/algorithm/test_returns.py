@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tianshou.algorithm._returns import episode_mc_return_to_go, gae_return
+from tianshou.algorithm._returns import _combine, episode_mc_return_to_go, gae_return
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Batch, PrioritizedReplayBuffer, ReplayBuffer, VectorReplayBuffer
 
@@ -356,3 +356,23 @@ def test_nstep_matches_naive_reference(seed: int, gamma: float, n: int) -> None:
     out = Algorithm.compute_nstep_return(batch, buf, indices, target, gamma=gamma, n_step=n)
     expected = _naive_nstep(buf, indices, q, gamma, n)
     np.testing.assert_allclose(out.returns[:, 0].numpy(), expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_host_targets_combine_exactly_as_in_torch(dtype: torch.dtype) -> None:
+    rng = np.random.default_rng(3)
+    reward_sum, discount = rng.standard_normal(64), rng.random(64)
+    target = torch.as_tensor(rng.standard_normal((64, 51)), dtype=dtype)
+    coef = torch.as_tensor(np.stack([discount, reward_sum], axis=1))
+    expected = (coef[:, :1] * target + coef[:, 1:]).to(dtype)
+    returns = _combine(reward_sum, discount, target)
+    assert returns.dtype == dtype
+    assert torch.equal(returns, expected)
+
+
+def test_combine_keeps_the_graph_of_a_target_that_requires_grad() -> None:
+    target = torch.ones(3, 1, requires_grad=True)
+    returns = _combine(np.zeros(3), np.full(3, 0.5), target)
+    returns.sum().backward()
+    assert target.grad is not None
+    np.testing.assert_allclose(target.grad.numpy(), 0.5)

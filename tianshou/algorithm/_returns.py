@@ -126,28 +126,33 @@ def episode_mc_return_to_go(rewards: np.ndarray, gamma: float = 0.99) -> np.ndar
 
 
 def nstep_coefficients(
-    rew: np.ndarray, end_flag: np.ndarray, gamma: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Discounted reward sums and bootstrap discounts of n-step returns.
+    buffer: ReplayBuffer, indices: np.ndarray, gamma: float, n_step: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Discounted reward sums, bootstrap discounts and bootstrap rows of n-step returns.
 
-    The n-step return of sample ``b`` is ``reward_sum[b] + discount[b] * Q(bootstrap state)``:
-    rewards are summed along the sample's episode up to and including the first step with an
-    end flag, and ``discount = gamma ** k`` for the ``k`` rewards summed.
+    The n-step return of sample ``b`` is ``reward_sum[b] + discount[b] * Q(obs_next[last[b]])``:
+    rewards are summed along the sample's episode, following ``buffer.next``, for at most
+    ``n_step`` steps and up to and including the first step where ``next`` stays put (an
+    episode end or the newest row of a sub-buffer); ``discount`` is ``gamma ** k`` for the
+    ``k`` rewards summed, zeroed where the last of them terminated the episode. The walk along
+    the episodes is one kernel call of the buffer (``_nstep_sums``), not a ``next`` per step.
 
-    :param rew: rewards along each sample's next ``n`` rows, shape ``(n, B)``.
-    :param end_flag: end flags of the first ``n - 1`` of those rows, shape ``(n - 1, B)`` (the
-        sum stops after ``n`` rewards anyway).
+    :param buffer: the buffer holding the transitions.
+    :param indices: the sampled rows.
     :param gamma: discount factor.
-    :return: ``(reward_sum, discount)``, both float64 of shape ``(B,)``.
+    :param n_step: the horizon (at least 1).
+    :return: ``(reward_sum, discount, last)``: float64 sums and discounts of shape ``(B,)``, and
+        the bootstrap rows.
     """
-    n_step = rew.shape[0]
-    powers = np.cumprod(np.full(n_step + 1, float(gamma)))
-    powers = np.concatenate(([1.0], powers[:-1]))
-    ended = np.asarray(end_flag, dtype=np.bool_)
-    steps = np.where(ended.any(axis=0), ended.argmax(axis=0) + 1, n_step)
-    summed = np.arange(n_step)[:, None] < steps
-    reward_sum = (powers[:n_step, None] * np.where(summed, rew, 0.0)).sum(axis=0)
-    return reward_sum, powers[steps]
+    rew = buffer.rew
+    if np.ndim(rew) != 1:
+        raise ValueError(f"n-step returns need scalar rewards, got shape {np.shape(rew)}")
+    if n_step == 1:
+        last = indices
+        reward_sum, discount = rew[indices].astype(np.float64), np.full(len(indices), float(gamma))
+    else:
+        reward_sum, discount, last = buffer._nstep_sums(indices, rew, gamma, n_step)
+    return reward_sum, discount * value_mask(buffer, last), last
 
 
 def value_mask(buffer: ReplayBuffer, indices: np.ndarray) -> np.ndarray:
@@ -193,37 +198,33 @@ def nstep_return(
     gamma: float,
     n_step: int,
 ) -> Batch:
-    """``Algorithm.compute_nstep_return`` (documented there).
-
-    The bootstrap value is combined with the rewards on the target's device, in float64, so no
-    target values travel to the host and back.
-    """
+    """``Algorithm.compute_nstep_return`` (documented there)."""
     if n_step < 1:
         raise ValueError(f"n_step must be a positive int, got {n_step}")
-    rows = [indices]
-    for _ in range(n_step - 1):
-        rows.append(buffer.next(rows[-1]))
-    last = rows[-1]
+    reward_sum, discount, last = nstep_coefficients(buffer, indices, gamma, n_step)
     with torch.no_grad():
         target_q = torch.as_tensor(target_q_fn(buffer, last))
-    size = len(indices)
-    rew = buffer.rew
-    if np.ndim(rew) != 1:
-        raise ValueError(f"n-step returns need scalar rewards, got shape {np.shape(rew)}")
-    if n_step == 1:
-        reward_sum = rew[indices].astype(np.float64)
-        discount = np.full(size, float(gamma))
-    else:
-        stacked = np.stack(rows)
-        # next() stays put exactly at episode ends and at the newest row of a sub-buffer
-        end_flag = stacked[1:] == stacked[:-1]
-        reward_sum, discount = nstep_coefficients(rew[stacked], end_flag, gamma)
-    discount = discount * value_mask(buffer, last)
-    coef = torch.as_tensor(
-        np.stack([discount, reward_sum], axis=1), dtype=torch.float64, device=target_q.device
-    )
-    returns = coef[:, :1] * target_q.reshape(size, -1) + coef[:, 1:]
-    batch.returns = returns.to(target_q.dtype)
+    batch.returns = _combine(reward_sum, discount, target_q.reshape(len(indices), -1))
     if "weight" in batch.__dict__:
         batch.weight = to_torch_as(batch.weight, target_q)
     return batch
+
+
+_HOST_FLOATS = (torch.float32, torch.float64)
+
+
+def _combine(reward_sum: np.ndarray, discount: np.ndarray, target_q: torch.Tensor) -> torch.Tensor:
+    """``reward_sum + discount * target_q`` per row, computed in float64 and returned in the
+    dtype of ``target_q`` ``(B, M)``, on its device, so no target values travel to the host.
+
+    Host float targets outside autograd take numpy's route, which gives the same numbers with
+    a fraction of the per-operation overhead of torch on tensors this small.
+    """
+    on_host = target_q.device.type == "cpu" and target_q.dtype in _HOST_FLOATS
+    if on_host and not target_q.requires_grad:
+        q = target_q.numpy()
+        return torch.from_numpy((discount[:, None] * q + reward_sum[:, None]).astype(q.dtype))
+    coef = torch.as_tensor(
+        np.stack([discount, reward_sum], axis=1), dtype=torch.float64, device=target_q.device
+    )
+    return (coef[:, :1] * target_q + coef[:, 1:]).to(target_q.dtype)

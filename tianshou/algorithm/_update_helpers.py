@@ -29,16 +29,13 @@ def finite_loss_values(context: str, **losses: torch.Tensor) -> list[float]:
     :param losses: one-element loss tensors, by name; the names appear in the error.
     :raises FloatingPointError: naming every non-finite loss and its value.
     """
-    device = next(iter(losses.values())).device
-    detached = []
     for name, loss in losses.items():
         if loss.numel() != 1:
             raise ValueError(
                 f"{name} must be a scalar loss, got a tensor of shape {tuple(loss.shape)}; "
                 "reduce it (e.g. .mean()) before stepping"
             )
-        detached.append(loss.detach().reshape(()).to(device=device, dtype=torch.float64))
-    values: list[float] = torch.stack(detached).tolist()
+    values = _as_floats(list(losses.values()))
     if not all(math.isfinite(value) for value in values):
         named = zip(losses, values, strict=True)
         report = ", ".join(f"{name}={value:.6g}" for name, value in named)
@@ -47,6 +44,16 @@ def finite_loss_values(context: str, **losses: torch.Tensor) -> list[float]:
             "stay intact. Check the rewards and observations for NaN or huge values, and the "
             "learning rate."
         )
+    return values
+
+
+def _as_floats(losses: list[torch.Tensor]) -> list[float]:
+    """The one-element ``losses`` as Python floats, read with a single device sync."""
+    if len(losses) == 1:
+        return [float(losses[0].item())]
+    device = losses[0].device
+    detached = [loss.detach().reshape(()).to(device=device, dtype=torch.float64) for loss in losses]
+    values: list[float] = torch.stack(detached).tolist()
     return values
 
 

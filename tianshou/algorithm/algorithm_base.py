@@ -158,7 +158,7 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         self.policy: TPolicy = policy
         self.lr_schedulers: list[LRScheduler] = []
         self._optimizers: list[Algorithm.Optimizer] = []
-        self._mode_snapshots: dict[bool, list[tuple[nn.Module, bool]]] = {}
+        self._mode_snapshots: dict[bool, tuple[list[nn.Module], list[bool]]] = {}
 
     def _create_optimizer(
         self,
@@ -286,10 +286,11 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         comparing against a snapshot of the modes the last switch left is ~50 times cheaper.
         """
         snapshot = self._mode_snapshots.get(mode)
-        if snapshot is not None and all(m.training == flag for m, flag in snapshot):
+        if snapshot is not None and [m.training for m in snapshot[0]] == snapshot[1]:
             return
         self.train(mode)
-        self._mode_snapshots[mode] = [(m, m.training) for m in self.modules()]
+        modules = list(self.modules())
+        self._mode_snapshots[mode] = (modules, [m.training for m in modules])
 
     def _update(
         self,

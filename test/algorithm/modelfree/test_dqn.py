@@ -172,6 +172,19 @@ class TestPolicy:
         with pytest.raises(TypeError, match=r"pair \(q_values, hidden_state\)"):
             policy(obs_batch(2))
 
+    def test_model_output_is_the_raw_output_with_the_mask(self) -> None:
+        policy = make_policy(FixedQ([3.0, 1.0, 2.0]))
+        mask = np.array([[True, False, True]] * 2)
+        logits, state, legal = policy._model_output(obs_batch(2, mask), state="h")
+        # unmasked: masking is evaluate's (compute_q_value's) job
+        np.testing.assert_array_equal(logits.detach().numpy(), [[3.0, 1.0, 2.0]] * 2)
+        assert state == "h"
+        assert legal is mask
+        tensor_only = nn.Module()
+        tensor_only.forward = lambda obs, state=None, info=None: torch.zeros(len(obs), 3)
+        with pytest.raises(TypeError, match=r"pair \(q_values, hidden_state\)"):
+            policy._model_output(obs_batch(2), model=tensor_only)
+
     def test_continuous_action_space_is_rejected(self) -> None:
         with pytest.raises(ValueError, match="Discrete"):
             DiscreteQLearningPolicy(model=QNet(), action_space=gym.spaces.Box(-1, 1, (2,)))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tianshou.data import Batch, ReplayBuffer
+from tianshou.data import Batch, PrioritizedReplayBuffer, ReplayBuffer, VectorReplayBuffer
 from tianshou.data.buffer.buffer_base import MalformedBufferError
 
 
@@ -448,6 +448,61 @@ def test_ignore_obs_next_rebuilds_from_next_obs() -> None:
         ],
     )
     assert np.array_equal(data.info["if"], np.arange(10))  # only obs/obs_next are stacked
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ReplayBuffer(7),
+        lambda: ReplayBuffer(7, ignore_obs_next=True),
+        lambda: ReplayBuffer(7, stack_num=3),
+        lambda: ReplayBuffer(7, stack_num=3, ignore_obs_next=True),
+        lambda: VectorReplayBuffer(12, 3),
+        lambda: PrioritizedReplayBuffer(7, alpha=0.6, beta=0.4),
+    ],
+)
+def test_obs_next_at_is_the_obs_next_of_getitem(make: Any) -> None:
+    buf = make()
+    for i in range(10):
+        data = step(i, terminated=i % 4 == 3)
+        if isinstance(buf, VectorReplayBuffer):
+            buf.add(Batch.stack([data, data]), buffer_ids=[i % 3, (i + 1) % 3])
+        else:
+            buf.add(data)
+    rows = np.random.default_rng(0).integers(0, buf.maxsize, 20)
+    rows = rows[np.isin(rows, buf.sample_indices(0))]
+    np.testing.assert_array_equal(buf._obs_next_at(rows), buf[rows].obs_next)
+
+
+def test_nstep_sums_follow_next_until_it_stays_put() -> None:
+    buf = VectorReplayBuffer(30, 3)
+    rng = np.random.default_rng(1)
+    for i in range(25):
+        ends = rng.random(2) < 0.2
+        buf.add(
+            Batch(
+                obs=np.array([i, i]),
+                act=np.array([0, 0]),
+                rew=rng.standard_normal(2).astype(np.float32),
+                terminated=ends,
+                truncated=np.array([False, False]),
+                obs_next=np.array([i + 1, i + 1]),
+            ),
+            buffer_ids=[i % 3, (i + 2) % 3],
+        )
+    rows = buf.sample_indices(40)
+    gamma, n_step = 0.7, 4
+    reward_sum, discount, last = buf._nstep_sums(rows, buf.rew, gamma, n_step)
+    for j, row in enumerate(rows):
+        total, power = float(buf.rew[row]), gamma
+        for _ in range(n_step - 1):
+            following = int(buf.next(row))
+            if following == row:
+                break
+            total += power * float(buf.rew[following])
+            power *= gamma
+            row = following
+        assert (reward_sum[j], discount[j], last[j]) == (total, power, row)
 
 
 # ---------------------------------------------------------------------------- update / reset

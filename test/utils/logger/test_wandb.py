@@ -102,6 +102,9 @@ def test_real_wandb_offline_run(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_CONSOLE", "off")
+    # wandb keeps the settings of its first run in this process (e.g. a disabled-mode run of
+    # another test): start from a fresh setup so that the offline mode above applies
+    wandb.teardown()
     logger = WandbLogger(
         project="tianshou-test", name="offline", log_dir=str(tmp_path), save_interval=1
     )

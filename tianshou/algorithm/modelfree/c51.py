@@ -142,14 +142,14 @@ class C51(QLearningOffPolicyAlgorithm[TC51Policy], Generic[TC51Policy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """The support atoms for each next observation, ``(B, num_atoms)``: n-step returns of
         these are the target atoms ``r + gamma^n * z`` (just the rewards after a terminal)."""
-        return self.policy.support.repeat(len(obs_next), 1)
+        return self.policy.support.expand(len(obs_next), -1)
 
     def _next_dist(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Distribution ``(B, num_atoms)`` of the online model's greedy next action."""
         obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
         probs, q_values, _ = self.policy.evaluate(obs_batch)
         if self.model_old is not None:
-            probs = self.policy.evaluate(obs_batch, model=self.model_old)[0]
+            probs = self.policy._model_output(obs_batch, model=self.model_old)[0]
         act = q_values.argmax(dim=1)
         return probs[torch.arange(len(act), device=probs.device), act]
 
@@ -160,10 +160,9 @@ class C51(QLearningOffPolicyAlgorithm[TC51Policy], Generic[TC51Policy]):
         next_dist: list[torch.Tensor] = []
 
         def target_atoms(buf: ReplayBuffer, target_indices: np.ndarray) -> torch.Tensor:
-            same_rows = target_indices is indices or np.array_equal(target_indices, indices)
-            obs_next = sampled_obs_next if same_rows else buf[target_indices].obs_next
-            with torch.no_grad():
-                next_dist.append(self._next_dist(obs_next))
+            same_rows = target_indices is indices
+            obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
+            next_dist.append(self._next_dist(obs_next))  # compute_nstep_return: no_grad
             return self._target_q_compute_value(obs_next)
 
         batch = self.compute_nstep_return(

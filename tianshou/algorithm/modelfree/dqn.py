@@ -128,6 +128,26 @@ class DiscreteQLearningPolicy(Policy):
         :raises TypeError: if the model does not return an ``(output, state)`` pair.
         :raises ValueError: if the Q-values do not have one column per action.
         """
+        logits, hidden, mask = self._model_output(batch, state, model)
+        q_values = self.compute_q_value(logits, mask)
+        if q_values.ndim != 2 or q_values.shape[1] != self._num_actions:
+            raise ValueError(
+                f"the Q-network outputs Q-values of shape {tuple(q_values.shape)}, but the "
+                f"action space {self.action_space} needs (batch_size, {self._num_actions}); "
+                "check the network's action_shape"
+            )
+        return logits, q_values, hidden
+
+    def _model_output(
+        self, batch: Batch, state: PolicyState = None, model: nn.Module | None = None
+    ) -> tuple[torch.Tensor, PolicyState, np.ndarray | None]:
+        """Run the model on ``batch.obs``: ``(raw output, next hidden state, legal-action mask)``.
+
+        The first step of :meth:`evaluate`, for callers that need only the raw output (a target
+        network's distribution), so no Q-values are reduced from it.
+
+        :raises TypeError: if the model does not return an ``(output, state)`` pair.
+        """
         obs = batch.obs
         mask = action_mask(obs)
         if isinstance(obs, Batch) and "obs" in obs.__dict__:
@@ -139,14 +159,7 @@ class DiscreteQLearningPolicy(Policy):
                 f"{type(output).__name__}"
             )
         logits, hidden = output
-        q_values = self.compute_q_value(logits, mask)
-        if q_values.ndim != 2 or q_values.shape[1] != self._num_actions:
-            raise ValueError(
-                f"the Q-network outputs Q-values of shape {tuple(q_values.shape)}, but the "
-                f"action space {self.action_space} needs (batch_size, {self._num_actions}); "
-                "check the network's action_shape"
-            )
-        return logits, q_values, hidden
+        return logits, hidden, mask
 
     def add_exploration_noise(self, act: np.ndarray | Batch, batch: Batch) -> np.ndarray | Batch:
         """Replace each action by a uniformly random legal action with probability epsilon.
@@ -247,10 +260,9 @@ class QLearningOffPolicyAlgorithm(
 
         def target_q(buf: ReplayBuffer, target_indices: np.ndarray) -> torch.Tensor:
             # with one step the bootstrap rows are the sampled rows: reuse their obs_next
-            same_rows = target_indices is indices or np.array_equal(target_indices, indices)
-            obs_next = sampled_obs_next if same_rows else buf[target_indices].obs_next
-            with torch.no_grad():
-                return self._target_q_compute_value(obs_next)
+            same_rows = target_indices is indices
+            obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
+            return self._target_q_compute_value(obs_next)  # compute_nstep_return: no_grad
 
         return self.compute_nstep_return(
             batch,

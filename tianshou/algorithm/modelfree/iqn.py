@@ -8,6 +8,7 @@ quantile_huber_loss`) with the sampled fractions in place of the fixed midpoints
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from tianshou.algorithm.algorithm_base import PolicyState
@@ -134,6 +135,17 @@ class IQN(QRDQN[IQNPolicy]):
             n_step_return_horizon=n_step_return_horizon,
             target_update_freq=target_update_freq,
         )
+
+    def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
+        """Target quantiles ``(B, target_sample_size)`` at the online policy's greedy next action,
+        each network at its own freshly sampled fractions."""
+        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        online = self.policy(obs_batch)
+        if self.model_old is None:
+            next_quantiles = online.logits
+        else:
+            next_quantiles = self.policy(obs_batch, model=self.model_old).logits
+        return quantiles_of_actions(next_quantiles, online.act)
 
     def _current_quantiles(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The quantiles ``(B, N)`` of the taken actions at freshly sampled fractions ``taus``;

@@ -127,16 +127,14 @@ class QRDQN(QLearningOffPolicyAlgorithm[TQRDQNPolicy], Generic[TQRDQNPolicy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Target quantiles ``(B, M)`` at the online policy's greedy next action."""
         obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
-        online = self.policy(obs_batch)
-        if self.model_old is None:
-            next_quantiles = online.logits
-        else:
-            next_quantiles = self.policy(obs_batch, model=self.model_old).logits
-        return quantiles_of_actions(next_quantiles, online.act)
+        next_quantiles, q_values, _ = self.policy.evaluate(obs_batch)
+        if self.model_old is not None:
+            next_quantiles = self.policy._model_output(obs_batch, model=self.model_old)[0]
+        return quantiles_of_actions(next_quantiles, q_values.argmax(dim=1))
 
     def _current_quantiles(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The model's quantiles ``(B, N)`` of the taken actions, and their fractions."""
-        return quantiles_of_actions(self.policy(batch).logits, batch.act), self.tau_hat
+        return quantiles_of_actions(self.policy.evaluate(batch)[0], batch.act), self.tau_hat
 
     def _update_with_batch(self, batch: Batch) -> SimpleLossTrainingStats:
         """One gradient step on the quantile Huber loss; stores each sample's error in

@@ -19,7 +19,7 @@ N_STATE_ROWS = 5
 _compiled: dict[str, Callable[..., Any]] = {}
 
 
-_HELPERS = ("_locate",)
+_HELPERS = ("_locate", "_next_row")
 
 
 def jit(name: str) -> Callable[..., Any]:
@@ -142,15 +142,58 @@ def next_index(
     """Row of the step after each ``index`` in the same episode, or the index itself at an end."""
     out = np.empty_like(index)
     for j in range(index.shape[0]):
-        i = index[j] % total
-        b = _locate(i, offsets)
-        start = offsets[b]
-        length = max(1, istate[SIZE, b])
-        p = (i - start) % length
-        if not (done[p + start] or p == istate[LAST, b]):
-            p = (p + 1) % length
-        out[j] = p + start
+        out[j] = _next_row(index[j], offsets, total, done, istate)
     return out
+
+
+def _next_row(
+    index: int, offsets: np.ndarray, total: int, done: np.ndarray, istate: np.ndarray
+) -> int:
+    """``next_index`` of one row: wrapped into ``[0, total)``, then one step on unless it ends an
+    episode or is its sub-buffer's newest row."""
+    i = index % total
+    b = _locate(i, offsets)
+    start = offsets[b]
+    length = max(1, istate[SIZE, b])
+    p = (i - start) % length
+    if not (done[p + start] or p == istate[LAST, b]):
+        p = (p + 1) % length
+    return p + start
+
+
+def nstep_sums(
+    index: np.ndarray,
+    offsets: np.ndarray,
+    total: int,
+    done: np.ndarray,
+    istate: np.ndarray,
+    rew: np.ndarray,
+    gamma: float,
+    n_step: int,
+    reward_sum: np.ndarray,
+    discount: np.ndarray,
+    last: np.ndarray,
+) -> None:
+    """Follow each ``index`` for up to ``n_step`` rows of its episode (as ``next_index`` does,
+    stopping where it stays put), filling ``reward_sum`` with the float64 sum of
+    ``gamma ** k * rew`` of the rows visited, ``discount`` with ``gamma ** k`` for the ``k``
+    rewards summed and ``last`` with the last row visited."""
+    for j in range(index.shape[0]):
+        row = index[j]
+        acc = np.float64(rew[row])
+        power = np.float64(gamma)
+        reached = power
+        for _ in range(n_step - 1):
+            following = _next_row(row, offsets, total, done, istate)
+            if following == row:
+                break
+            acc += power * np.float64(rew[following])
+            power = power * gamma
+            reached = power
+            row = following
+        reward_sum[j] = acc
+        discount[j] = reached
+        last[j] = row
 
 
 def uniform_to_rows(uniform: np.ndarray, offsets: np.ndarray, istate: np.ndarray) -> np.ndarray:

@@ -13,7 +13,8 @@ kernel ``add_bookkeeping``), then write.
 
 Hooks for subclasses (prioritized, hindsight, cached): ``add``/``update`` return the rows they
 wrote, so a subclass can attach per-row data after calling ``super()``; ``sample`` and
-``__getitem__`` go through ``sample_indices`` and ``_rows_to_batch`` (override either);
+``__getitem__`` go through ``sample_indices`` and ``_rows_to_batch`` (override either;
+``_obs_next_at`` reads the ``obs_next`` of both, alone, for n-step targets);
 ``_init_storage`` builds the layout and may safely run again on a constructed buffer (a subclass
 calling ``ReplayBuffer.__init__`` on a manager); ``_on_storage_changed`` runs whenever the
 storage's key structure changes.
@@ -422,6 +423,37 @@ class ReplayBuffer(BufferStateMixin):
         or at the most recently written row."""
         return self._navigate("next_index", index)
 
+    def _nstep_sums(
+        self, index: np.ndarray, rew: np.ndarray, gamma: float, n_step: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Discounted sums of the rewards ``rew`` along each row's episode, in one kernel call.
+
+        From each row of ``index``, up to ``n_step`` rows are visited, moving on with
+        :meth:`next` for as long as it does not stay put.
+
+        :return: ``(reward_sum, discount, last)``: float64 sums of ``gamma ** k * rew`` over the
+            rows visited, ``gamma ** k`` for the ``k`` rewards summed, and the last rows visited.
+        """
+        flat = np.ascontiguousarray(index, dtype=np.int64)
+        size = len(flat)
+        reward_sum, discount = np.empty(size), np.empty(size)
+        last = np.empty(size, dtype=np.int64)
+        done = to_numpy(self._meta.__dict__["done"])
+        K.jit("nstep_sums")(
+            flat,
+            self._offset,
+            self._nav_total(),
+            done,
+            self._istate,
+            rew,
+            float(gamma),
+            n_step,
+            reward_sum,
+            discount,
+            last,
+        )
+        return reward_sum, discount, last
+
     def unfinished_index(self) -> np.ndarray:
         """Rows of the newest transition of each (sub-)buffer whose episode is still running."""
         size, ins = self._istate[K.SIZE], self._istate[K.INS]
@@ -541,19 +573,33 @@ class ReplayBuffer(BufferStateMixin):
         for key in _PLAIN_OUTPUT_KEYS:
             if key in meta:
                 out[key] = gather(meta[key], index)
-        if not self._save_obs_next:
-            next_index = self.next(index)
-            if self.stack_num > 1:
-                next_index = self._stack_rows(next_index, self.stack_num)
-            out["obs_next"] = gather(meta["obs"], next_index) if "obs" in meta else Batch()
-        else:
-            out["obs_next"] = gather(meta["obs_next"], stacked) if "obs_next" in meta else Batch()
+        out["obs_next"] = self._obs_next_at(index, stacked)
         for key in ("info", "policy"):
             out[key] = gather(meta[key], index) if key in meta else Batch()
         for key, value in meta.items():
             if key not in out:
                 out[key] = gather(value, index)
         return Batch._from_parsed_dict(out)
+
+    def _obs_next_at(self, index: Any, stacked: Any = None) -> Any:
+        """``self[index].obs_next`` without gathering any other key (e.g. the bootstrap
+        observations of n-step returns); subclasses that change what ``__getitem__`` reads
+        override this too.
+
+        :param index: normalized row indices.
+        :param stacked: ``index`` already frame-stacked, if the caller has it.
+        """
+        meta = self._meta.__dict__
+        if not self._save_obs_next:
+            next_index = self.next(index)
+            if self.stack_num > 1:
+                next_index = self._stack_rows(next_index, self.stack_num)
+            return gather(meta["obs"], next_index) if "obs" in meta else Batch()
+        if "obs_next" not in meta:
+            return Batch()
+        if stacked is None:
+            stacked = self._stack_rows(index, self.stack_num) if self.stack_num > 1 else index
+        return gather(meta["obs_next"], stacked)
 
     # ------------------------------------------------------------------ misc data operations
     def hasnull(self) -> bool:
