@@ -114,6 +114,25 @@ class TestProjection:
         np.testing.assert_allclose(got[0], probs[0], atol=1e-12)
         assert got[1, -1] == pytest.approx(1.0) and got[2, 0] == pytest.approx(1.0)
 
+    def test_in_place_projection_equals_the_plain_formula_and_leaves_inputs_alone(self) -> None:
+        torch.manual_seed(0)
+        support = torch.linspace(-10.0, 10.0, 51)
+        atoms = (torch.randn(64, 51) * 12).requires_grad_()
+        probs = torch.rand(64, 51).softmax(-1).requires_grad_()
+        atoms_before, probs_before = atoms.detach().clone(), probs.detach().clone()
+        weight = 1 - (atoms.clamp(-10.0, 10.0).unsqueeze(1) - support.view(1, -1, 1)).abs() / (
+            support[1] - support[0]
+        )
+        plain = (weight.clamp(0, 1) * probs.unsqueeze(1)).sum(-1)
+        plain_grads = torch.autograd.grad(plain.square().sum(), (atoms, probs))
+        got = project_onto_support(atoms, probs, support)
+        assert torch.equal(got, plain)
+        for got_grad, plain_grad in zip(
+            torch.autograd.grad(got.square().sum(), (atoms, probs)), plain_grads, strict=True
+        ):
+            assert torch.equal(got_grad, plain_grad)
+        assert torch.equal(atoms, atoms_before) and torch.equal(probs, probs_before)
+
     def test_hand_computed_split(self) -> None:
         support = torch.tensor([0.0, 1.0, 2.0])
         atoms = torch.tensor([[0.25, 1.5, 2.0]])

@@ -37,9 +37,12 @@ def project_onto_support(
     """
     delta_z = support_N[1] - support_N[0]
     clipped_BN = target_atoms_BN.clamp(support_N[0], support_N[-1])
-    # weight_BIJ: share of target atom j that lands on support atom i
-    weight_BIJ = 1 - (clipped_BN.unsqueeze(1) - support_N.view(1, -1, 1)).abs() / delta_z
-    return (weight_BIJ.clamp(0, 1) * probs_BN.unsqueeze(1)).sum(-1)
+    # weight_BIJ: share of target atom j that lands on support atom i. The (B, N, N) tensor is
+    # the projection's main cost, so it is allocated once and transformed in place: -x + 1 is
+    # 1 - x exactly, and autograd still differentiates it as the out-of-place formula.
+    weight_BIJ = (clipped_BN.unsqueeze(1) - support_N.view(1, -1, 1)).abs_().div_(delta_z)
+    weight_BIJ.neg_().add_(1).clamp_(0, 1)
+    return weight_BIJ.mul_(probs_BN.unsqueeze(1)).sum(-1)
 
 
 class C51Policy(DiscreteQLearningPolicy):
