@@ -11,6 +11,7 @@ from tianshou.algorithm.algorithm_base import (
     RandomActionPolicy,
     TrainingStats,
 )
+from tianshou.algorithm.imitation.imitation_base import OffPolicyImitationLearning
 from tianshou.algorithm.modelfree.a2c import A2C
 from tianshou.algorithm.modelfree.bdqn import BDQN
 from tianshou.algorithm.modelfree.c51 import C51
@@ -47,6 +48,7 @@ __all__ = [
     "Algorithm",
     "DiscreteSAC",
     "OffPolicyAlgorithm",
+    "OffPolicyImitationLearning",
     "OffPolicyWrapperAlgorithm",
     "OfflineAlgorithm",
     "OnPolicyAlgorithm",

@@ -1,0 +1,1 @@
+"""Offline RL and imitation learning: algorithms that learn from demonstrations."""
