@@ -18,12 +18,17 @@ from tianshou.algorithm.imitation.imitation_base import (
     OfflineImitationLearning,
     OffPolicyImitationLearning,
 )
+from tianshou.algorithm.modelfree.a2c import A2C
+from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+from tianshou.algorithm.modelfree.sac import SAC, AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Batch, Collector, InfoStats, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
-from tianshou.trainer import OfflineTrainerParams
+from tianshou.trainer import OfflineTrainerParams, OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.determinism import TraceDeterminismTest, TraceLoggerContext
 from tianshou.utils.net.common import Net
+from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 from tianshou.utils.torch_utils import policy_within_training_step
 
 OBS_DIM = 3
@@ -376,3 +381,183 @@ def test_off_policy_imitation_learns_beside_an_acting_expert() -> None:
     test_envs.seed(1)
     stats = Collector(algorithm, test_envs).collect(n_episode=10, reset_before_collect=True)
     assert stats.returns.mean() >= 195.0
+
+
+def train_sac_on_pendulum(seed: int, max_epochs: int) -> tuple[InfoStats, SAC, VectorReplayBuffer]:
+    """SAC with the settings of test_sac's learning test, stopping at -250; returns SAC
+    and the replay buffer that holds everything it collected."""
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    training_envs = DummyVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(4)])
+    test_envs = DummyVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(10)])
+    training_envs.seed(seed)
+    test_envs.seed(seed + 1)
+    actor = ContinuousActorProbabilistic(
+        preprocess_net=Net(state_shape=3, hidden_sizes=[64, 64]),
+        action_shape=1,
+        unbounded=True,
+        conditioned_sigma=True,
+    )
+
+    def critic() -> ContinuousCritic:
+        body = Net(state_shape=3, action_shape=1, hidden_sizes=[64, 64], concat=True)
+        return ContinuousCritic(preprocess_net=body)
+
+    sac = SAC(
+        policy=SACPolicy(actor=actor, action_space=PENDULUM_ACTIONS),
+        policy_optim=AdamOptimizerFactory(lr=1e-3),
+        critic=critic(),
+        critic_optim=AdamOptimizerFactory(lr=1e-3),
+        critic2=critic(),
+        critic2_optim=AdamOptimizerFactory(lr=1e-3),
+        tau=0.005,
+        gamma=0.99,
+        alpha=AutoAlpha(-1.0, 0.0, AdamOptimizerFactory(lr=3e-4)),
+    )
+    buffer = VectorReplayBuffer(20000, 4)
+    result = sac.run_training(
+        OffPolicyTrainerParams(
+            training_collector=Collector(sac, training_envs, buffer, exploration_noise=True),
+            test_collector=Collector(sac, test_envs),
+            max_epochs=max_epochs,
+            epoch_num_steps=1000,
+            collection_step_num_env_steps=8,
+            test_step_num_episodes=10,
+            batch_size=128,
+            update_step_num_gradient_steps_per_sample=1.0,
+            stop_fn=lambda reward: reward >= -250.0,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    return result, sac, buffer
+
+
+def imitate_sac(seed: int, max_epochs: int) -> tuple[InfoStats, InfoStats]:
+    """Train SAC, then an OffPolicyImitationLearning learner with the off-policy trainer on a
+    collector where SAC keeps filling its own replay buffer, which the learner samples.
+    Returns SAC's and the learner's results."""
+    sac_result, sac, buffer = train_sac_on_pendulum(seed, max_epochs=12)
+    envs = DummyVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(4)])
+    envs.seed(seed + 3)
+    expert_collector = Collector(sac, envs, buffer, exploration_noise=True)
+    torch.manual_seed(seed)
+    policy = ImitationPolicy(
+        actor=Net(state_shape=3, action_shape=1, hidden_sizes=[64, 64]),
+        action_space=PENDULUM_ACTIONS,
+        action_scaling=True,
+    )
+    algorithm = OffPolicyImitationLearning(policy=policy, optim=AdamOptimizerFactory(lr=1e-3))
+    test_envs = DummyVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(10)])
+    test_envs.seed(seed + 2)
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=expert_collector,
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=max_epochs,
+            epoch_num_steps=500,
+            collection_step_num_env_steps=8,
+            test_step_num_episodes=10,
+            batch_size=128,
+            update_step_num_gradient_steps_per_sample=1.0,
+            stop_fn=lambda reward: reward >= -300.0,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    return sac_result, result
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_imitation_beside_sac_on_pendulum() -> None:
+    """Budget: SAC stops at -250 (4,000 steps for seeds 0 and 1); the learner gets at most 50
+    epochs of 500 steps and needed 34 and 38 for seeds 0 and 1."""
+    sac_result, result = imitate_sac(seed=0, max_epochs=50)
+    assert sac_result.best_reward >= -250.0
+    assert result.best_reward >= -300.0
+
+
+def train_a2c_on_cartpole(seed: int, max_epochs: int) -> tuple[InfoStats, A2C]:
+    """A2C on CartPole-v1 (8 training envs, 64x64 tanh networks), stopping at 195."""
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    training_envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(8)])
+    test_envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(10)])
+    training_envs.seed(seed)
+    test_envs.seed(seed + 1)
+
+    def net() -> Net:
+        return Net(state_shape=4, hidden_sizes=[64, 64], activation=nn.Tanh)
+
+    a2c = A2C(
+        policy=DiscreteActorPolicy(
+            actor=DiscreteActor(preprocess_net=net(), action_shape=2),
+            action_space=gym.spaces.Discrete(2),
+            deterministic_eval=True,
+        ),
+        critic=DiscreteCritic(preprocess_net=net()),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        gamma=0.99,
+        gae_lambda=0.95,
+        ent_coef=0.0,
+        max_grad_norm=0.5,
+    )
+    result = a2c.run_training(
+        OnPolicyTrainerParams(
+            training_collector=Collector(a2c, training_envs, VectorReplayBuffer(520, 8)),
+            test_collector=Collector(a2c, test_envs),
+            max_epochs=max_epochs,
+            epoch_num_steps=2048,
+            collection_step_num_env_steps=512,
+            update_step_num_repetitions=1,
+            batch_size=64,
+            test_step_num_episodes=10,
+            stop_fn=lambda reward: reward >= 195.0,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    return result, a2c
+
+
+def imitate_a2c(seed: int, max_epochs: int) -> tuple[InfoStats, InfoStats]:
+    """Train A2C, then an OffPolicyImitationLearning learner with the off-policy trainer on a
+    collector where the trained A2C policy fills the buffer the learner samples."""
+    a2c_result, a2c = train_a2c_on_cartpole(seed, max_epochs=25)
+    torch.manual_seed(seed)
+    policy = ImitationPolicy(
+        actor=Net(state_shape=4, action_shape=2, hidden_sizes=[64, 64]),
+        action_space=gym.spaces.Discrete(2),
+    )
+    algorithm = OffPolicyImitationLearning(policy=policy, optim=AdamOptimizerFactory(lr=1e-3))
+    envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
+    test_envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(10)])
+    envs.seed(seed + 2)
+    test_envs.seed(seed + 3)
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=Collector(a2c, envs, VectorReplayBuffer(20000, 4)),
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=max_epochs,
+            epoch_num_steps=500,
+            collection_step_num_env_steps=8,
+            test_step_num_episodes=10,
+            batch_size=64,
+            update_step_num_gradient_steps_per_sample=0.5,
+            stop_fn=lambda reward: reward >= 195.0,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    return a2c_result, result
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_imitation_beside_a2c_on_cartpole() -> None:
+    """Budget: A2C stops at 195 within 25 epochs of 2,048 steps (2 to 4 needed for seeds 0-2);
+    the learner gets at most 10 epochs of 500 steps (1 or 2 needed for seeds 0-2)."""
+    a2c_result, result = imitate_a2c(seed=0, max_epochs=10)
+    assert a2c_result.best_reward >= 195.0
+    assert result.best_reward >= 195.0
