@@ -1,4 +1,4 @@
-"""Fixtures shared by the imitation-learning tests."""
+"""Fixtures shared by the algorithm tests."""
 
 from collections.abc import Iterator
 
