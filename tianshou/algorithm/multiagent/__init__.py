@@ -1,0 +1,1 @@
+"""Multi-agent learning: several agents, each with its own policy and algorithm."""
