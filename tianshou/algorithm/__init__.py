@@ -12,6 +12,8 @@ from tianshou.algorithm.algorithm_base import (
     TrainingStats,
 )
 from tianshou.algorithm.imitation.imitation_base import OffPolicyImitationLearning
+from tianshou.algorithm.modelbased.icm import ICMOffPolicyWrapper, ICMOnPolicyWrapper
+from tianshou.algorithm.modelbased.psrl import PSRL
 from tianshou.algorithm.modelfree.a2c import A2C
 from tianshou.algorithm.modelfree.bdqn import BDQN
 from tianshou.algorithm.modelfree.c51 import C51
@@ -29,6 +31,8 @@ from tianshou.algorithm.modelfree.reinforce import Reinforce
 from tianshou.algorithm.modelfree.sac import SAC
 from tianshou.algorithm.modelfree.td3 import TD3
 from tianshou.algorithm.modelfree.trpo import TRPO
+from tianshou.algorithm.multiagent.marl import MultiAgentOffPolicyAlgorithm
+from tianshou.algorithm.random import MARLRandomDiscreteMaskedOffPolicyAlgorithm
 
 __all__ = [
     "A2C",
@@ -40,6 +44,7 @@ __all__ = [
     "IQN",
     "NPG",
     "PPO",
+    "PSRL",
     "QRDQN",
     "REDQ",
     "SAC",
@@ -47,6 +52,10 @@ __all__ = [
     "TRPO",
     "Algorithm",
     "DiscreteSAC",
+    "ICMOffPolicyWrapper",
+    "ICMOnPolicyWrapper",
+    "MARLRandomDiscreteMaskedOffPolicyAlgorithm",
+    "MultiAgentOffPolicyAlgorithm",
     "OffPolicyAlgorithm",
     "OffPolicyImitationLearning",
     "OffPolicyWrapperAlgorithm",

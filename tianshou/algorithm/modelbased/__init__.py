@@ -1,0 +1,1 @@
+"""Model-based methods: curiosity from a learned dynamics model, posterior sampling."""
