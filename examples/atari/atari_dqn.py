@@ -6,14 +6,18 @@ network on 4 stacked 84x84 grayscale frames, epsilon decaying from 1 to 0.05 ove
 lr 1e-4 (RMSprop 2.5e-4 in the paper), 3-step returns (1 in the paper), a 100k-transition
 buffer (1M in the paper), one update per 10 env steps collected by 10 envs.
 
+With ``--icm-lr-scale`` > 0 the algorithm is wrapped in an intrinsic curiosity module (Pathak
+et al. 2017) and runs are logged under ``dqn_icm``.
+
     python examples/atari/atari_dqn.py --task PongNoFrameskip-v4 --seed 0
+    python examples/atari/atari_dqn.py --task PongNoFrameskip-v4 --icm-lr-scale 1
     python examples/atari/atari_dqn.py --watch --resume-path log/PongNoFrameskip-v4/dqn/0/policy.pth
 """
 
 import argparse
 from collections.abc import Sequence
 
-from tianshou.algorithm import DQN
+from tianshou.algorithm import DQN, Algorithm
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
@@ -21,21 +25,26 @@ from tianshou.env.atari.atari_network import DQNet
 
 from atari_common import (  # the script's own directory is on sys.path
     AtariEnvs,
+    add_icm_arguments,
     add_q_learning_arguments,
+    algo_name_with_icm,
     atari_parser,
     run_q_learning,
     scale_obs_if,
+    with_icm,
 )
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = atari_parser(__doc__.split("\n")[0], off_policy=True)
     add_q_learning_arguments(parser)
+    add_icm_arguments(parser)
     return parser.parse_args(argv)
 
 
-def build_dqn(args: argparse.Namespace, envs: AtariEnvs) -> DQN:
-    """DQN with a Nature-DQN Q-network for ``envs``' frames and actions."""
+def build_dqn(args: argparse.Namespace, envs: AtariEnvs) -> Algorithm:
+    """DQN with a Nature-DQN Q-network for ``envs``' frames and actions, wrapped in an
+    intrinsic curiosity module (conv features, 512 hidden units) with ``--icm-lr-scale`` > 0."""
     net = scale_obs_if(args.scale_obs, DQNet(*envs.frame_shape, action_shape=envs.num_actions))
     policy = DiscreteQLearningPolicy(
         model=net.to(args.device),
@@ -43,17 +52,19 @@ def build_dqn(args: argparse.Namespace, envs: AtariEnvs) -> DQN:
         eps_training=args.eps_train,
         eps_inference=args.eps_test,
     )
-    return DQN(
+    dqn = DQN(
         policy=policy,
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
         n_step_return_horizon=args.n_step,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
+    return with_icm(dqn, args, envs)
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
-    return run_q_learning(get_args(argv), build_dqn, "dqn")
+    args = get_args(argv)
+    return run_q_learning(args, build_dqn, algo_name_with_icm(args, "dqn"))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ normalised, value clipping. Each update makes 4 passes in minibatches of 256 ove
 steps from 10 envs, with value coefficient 0.25 (the paper: 8 envs x 128 steps, 3 passes,
 minibatches of 256 (32 x 8), value coefficient 1).
 
+With ``--icm-lr-scale`` > 0 the algorithm is wrapped in an intrinsic curiosity module (Pathak
+et al. 2017) and runs are logged under ``ppo_icm``.
+
     python examples/atari/atari_ppo.py --task PongNoFrameskip-v4 --seed 4213
+    python examples/atari/atari_ppo.py --task MontezumaRevengeNoFrameskip-v4 --icm-lr-scale 1
     python examples/atari/atari_ppo.py --watch \
         --resume-path log/PongNoFrameskip-v4/ppo/4213/policy.pth
 """
@@ -16,7 +20,7 @@ minibatches of 256 (32 x 8), value coefficient 1).
 import argparse
 from collections.abc import Sequence
 
-from tianshou.algorithm import PPO
+from tianshou.algorithm import PPO, Algorithm
 from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, LRSchedulerFactoryLinear
 from tianshou.data import Collector, CollectStats, InfoStats
@@ -31,6 +35,8 @@ from tianshou.utils.net.discrete import (
 
 from atari_common import (  # the script's own directory is on sys.path
     AtariEnvs,
+    add_icm_arguments,
+    algo_name_with_icm,
     atari_envs,
     atari_parser,
     create_logger,
@@ -40,6 +46,7 @@ from atari_common import (  # the script's own directory is on sys.path
     scale_obs_if,
     stop_fn,
     watch,
+    with_icm,
 )
 
 
@@ -61,11 +68,14 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--value-clip", type=int, default=1)
     parser.add_argument("--advantage-normalization", type=int, default=1)
     parser.add_argument("--recompute-adv", type=int, default=0)
+    add_icm_arguments(parser)
     return parser.parse_args(argv)
 
 
-def build_ppo(args: argparse.Namespace, envs: AtariEnvs) -> PPO:
-    """PPO whose actor and critic share an orthogonally initialised Nature-DQN torso."""
+def build_ppo(args: argparse.Namespace, envs: AtariEnvs) -> Algorithm:
+    """PPO whose actor and critic share an orthogonally initialised Nature-DQN torso, wrapped in
+    an intrinsic curiosity module with ``--icm-lr-scale`` > 0 (its frame embedding and hidden
+    layers ``--hidden-size`` wide, as published)."""
     torso = DQNet(
         *envs.frame_shape,
         action_shape=envs.num_actions,
@@ -90,7 +100,7 @@ def build_ppo(args: argparse.Namespace, envs: AtariEnvs) -> PPO:
         dist_fn=dist_fn_categorical_from_logits,
         action_space=envs.env.action_space,
     )
-    return PPO(
+    ppo = PPO(
         policy=policy,
         critic=critic.to(args.device),
         optim=optim,
@@ -106,10 +116,15 @@ def build_ppo(args: argparse.Namespace, envs: AtariEnvs) -> PPO:
         advantage_normalization=bool(args.advantage_normalization),
         recompute_advantage=bool(args.recompute_adv),
     ).to(args.device)
+    return with_icm(ppo, args, envs, feature_layer=args.hidden_size, hidden_size=args.hidden_size)
 
 
 def train(
-    algorithm: PPO, envs: AtariEnvs, args: argparse.Namespace, logger: BaseLogger, log_path: str
+    algorithm: Algorithm,
+    envs: AtariEnvs,
+    args: argparse.Namespace,
+    logger: BaseLogger,
+    log_path: str,
 ) -> InfoStats:
     """Train with the on-policy trainer; the buffer holds one collection of uint8 frames."""
     buffer = replay_buffer(args, len(envs.train_envs))
@@ -146,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
         load_resume_path(algorithm, args)
         if args.watch:
             return watch(algorithm, envs, args)
-        logger, log_path = create_logger(args, "ppo")
+        logger, log_path = create_logger(args, algo_name_with_icm(args, "ppo"))
         return train(algorithm, envs, args, logger, log_path)
 
 

@@ -204,3 +204,68 @@ def test_rainbow_anneals_beta_to_one_over_its_anneal_steps() -> None:
         anneal(0, env_step)
         assert buffer._beta == pytest.approx(expected)
         assert all(sub._beta == pytest.approx(expected) for sub in buffer.buffers)
+
+
+ICM_OPTIONS = ["--icm-lr-scale", "0.5", "--icm-reward-scale", "0.02"]
+ICM_SCRIPTS = {
+    # script: (builder, ICM wrapper, ICM feature width, frames scaled in the ICM by default)
+    "atari_dqn": ("build_dqn", "ICMOffPolicyWrapper", 3136, False),
+    "atari_ppo": ("build_ppo", "ICMOnPolicyWrapper", 512, True),
+}
+
+
+@pytest.mark.parametrize("module_name", list(ICM_SCRIPTS))
+def test_icm_options_wrap_the_algorithm_in_the_published_icm(module_name: str) -> None:
+    from tianshou.algorithm.modelbased import icm
+    from tianshou.env.atari.atari_network import ScaledObsInputActionReprNet
+
+    module = __import__(module_name)
+    builder, wrapper_name, feature_dim, scaled = ICM_SCRIPTS[module_name]
+    envs = SimpleNamespace(
+        env=SimpleNamespace(action_space=gym.spaces.Discrete(6)),
+        frame_shape=(4, 84, 84),
+        num_actions=6,
+    )
+    defaults = module.get_args(["--device", "cpu"])
+    assert (defaults.icm_lr_scale, defaults.icm_reward_scale) == (0.0, 0.01)
+    assert defaults.icm_forward_loss_weight == 0.2
+    plain = getattr(module, builder)(defaults, envs)
+    assert not isinstance(plain, icm.ICMOffPolicyWrapper | icm.ICMOnPolicyWrapper)
+
+    args = module.get_args(["--device", "cpu", *ICM_OPTIONS, "--icm_forward_loss_weight", "0.3"])
+    algorithm = getattr(module, builder)(args, envs)
+    assert type(algorithm).__name__ == wrapper_name
+    assert type(algorithm.wrapped_algorithm) is type(plain)
+    assert (algorithm.lr_scale, algorithm.reward_scale, algorithm.forward_loss_weight) == (
+        0.5,
+        0.02,
+        0.3,
+    )
+    assert algorithm.model.feature_dim == feature_dim
+    assert isinstance(algorithm.model.feature_net.net, ScaledObsInputActionReprNet) == scaled
+    frames = np.full((2, 4, 84, 84), 255, dtype=np.uint8)
+    forward_error, act_logits = algorithm.model(frames, np.array([0, 5]), frames)
+    assert forward_error.shape == (2,)
+    assert act_logits.shape == (2, 6)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("module_name", list(ICM_SCRIPTS))
+def test_script_with_icm_trains_saves_resumes_and_watches(
+    module_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch.set_num_threads(1)
+    module = __import__(module_name)
+    algo_name, options = SCRIPTS[module_name]
+    args = [*TINY, *options, *ICM_OPTIONS, "--logdir", str(tmp_path)]
+    result = module.main(args)
+    assert isinstance(result, InfoStats)
+    assert result.update_step > 0
+    policy = tmp_path / TASK / f"{algo_name}_icm" / "0" / "policy.pth"
+    state = torch.load(policy)
+    assert any(key.startswith("model.forward_model.") for key in state)
+    assert any(key.startswith("wrapped_algorithm.") for key in state)
+    capsys.readouterr()
+    stats = watch(module, args, "--resume-path", str(policy))
+    assert f"loaded {policy}" in capsys.readouterr().out
+    assert stats.lens.tolist() == [EPISODE_STEPS]
