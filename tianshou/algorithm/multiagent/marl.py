@@ -15,7 +15,7 @@ data layout of the published turn-based API, which these classes keep.
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 from torch import nn
@@ -32,7 +32,10 @@ from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.types import RolloutBatchProtocol
 from tianshou.data.utils.converter import to_numpy
-from tianshou.env.pettingzoo_env import PettingZooEnv
+
+if TYPE_CHECKING:
+    # importing it imports pettingzoo, which importing tianshou.algorithm must not
+    from tianshou.env.pettingzoo_env import PettingZooEnv
 
 AgentId = str | int
 TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
@@ -163,7 +166,7 @@ class MARLDispatcher(Generic[TAlgorithm]):
     :param env: the PettingZoo environment (one instance, for its agent ids and their order).
     """
 
-    def __init__(self, algorithms: list[TAlgorithm], env: PettingZooEnv) -> None:
+    def __init__(self, algorithms: list[TAlgorithm], env: "PettingZooEnv") -> None:
         agents = list(env.agents)
         if len(algorithms) != len(agents):
             raise ValueError(
@@ -230,7 +233,7 @@ class MultiAgentOffPolicyAlgorithm(OffPolicyAlgorithm[MultiAgentPolicy]):
     :param env: the PettingZoo environment (for its agent ids).
     """
 
-    def __init__(self, *, algorithms: list[OffPolicyAlgorithm], env: PettingZooEnv) -> None:
+    def __init__(self, *, algorithms: list[OffPolicyAlgorithm], env: "PettingZooEnv") -> None:
         self._dispatcher = MARLDispatcher[OffPolicyAlgorithm](algorithms, env)
         super().__init__(policy=self._dispatcher.create_policy())
         self.algorithms = self._dispatcher.algorithms
@@ -256,7 +259,7 @@ class MultiAgentOnPolicyAlgorithm(OnPolicyAlgorithm[MultiAgentPolicy]):
     :param env: the PettingZoo environment (for its agent ids).
     """
 
-    def __init__(self, *, algorithms: list[OnPolicyAlgorithm], env: PettingZooEnv) -> None:
+    def __init__(self, *, algorithms: list[OnPolicyAlgorithm], env: "PettingZooEnv") -> None:
         self._dispatcher = MARLDispatcher[OnPolicyAlgorithm](algorithms, env)
         super().__init__(policy=self._dispatcher.create_policy())
         self.algorithms = self._dispatcher.algorithms
