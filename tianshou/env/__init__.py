@@ -1,7 +1,8 @@
 """Vectorised environments, their workers and wrappers.
 
-``PettingZooEnv`` is loaded on first access, so that importing this package does not import
-``pettingzoo``; likewise Ray and EnvPool are imported only by the classes that use them.
+``PettingZooEnv`` and ``PettingZooParallelEnv`` are loaded on first access, so that importing this
+package does not import ``pettingzoo``; likewise Ray and EnvPool are imported only by the classes
+that use them.
 """
 
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "EnvWorkerError",
     "MultiDiscreteToDiscrete",
     "PettingZooEnv",
+    "PettingZooParallelEnv",
     "RayVectorEnv",
     "ShmemVectorEnv",
     "SubprocVectorEnv",
@@ -46,4 +48,8 @@ def __getattr__(name: str) -> Any:
         from tianshou.env.pettingzoo_env import PettingZooEnv
 
         return PettingZooEnv
+    if name == "PettingZooParallelEnv":
+        from tianshou.env.pettingzoo_parallel_env import PettingZooParallelEnv
+
+        return PettingZooParallelEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
