@@ -11,7 +11,14 @@ from tianshou.algorithm.algorithm_base import (
     RandomActionPolicy,
     TrainingStats,
 )
+from tianshou.algorithm.imitation.bcq import BCQ
+from tianshou.algorithm.imitation.cql import CQL
+from tianshou.algorithm.imitation.discrete_bcq import DiscreteBCQ
+from tianshou.algorithm.imitation.discrete_cql import DiscreteCQL
+from tianshou.algorithm.imitation.discrete_crr import DiscreteCRR
+from tianshou.algorithm.imitation.gail import GAIL
 from tianshou.algorithm.imitation.imitation_base import OffPolicyImitationLearning
+from tianshou.algorithm.imitation.td3_bc import TD3BC
 from tianshou.algorithm.modelbased.icm import ICMOffPolicyWrapper, ICMOnPolicyWrapper
 from tianshou.algorithm.modelbased.psrl import PSRL
 from tianshou.algorithm.modelfree.a2c import A2C
@@ -36,11 +43,14 @@ from tianshou.algorithm.random import MARLRandomDiscreteMaskedOffPolicyAlgorithm
 
 __all__ = [
     "A2C",
+    "BCQ",
     "BDQN",
     "C51",
+    "CQL",
     "DDPG",
     "DQN",
     "FQF",
+    "GAIL",
     "IQN",
     "NPG",
     "PPO",
@@ -49,8 +59,12 @@ __all__ = [
     "REDQ",
     "SAC",
     "TD3",
+    "TD3BC",
     "TRPO",
     "Algorithm",
+    "DiscreteBCQ",
+    "DiscreteCQL",
+    "DiscreteCRR",
     "DiscreteSAC",
     "ICMOffPolicyWrapper",
     "ICMOnPolicyWrapper",

@@ -25,6 +25,12 @@ from tianshou.data.collector import (
     EpisodeRolloutHookMerged,
     StepHookAddActionDistribution,
 )
+from tianshou.data.minari import (
+    load_minari_buffer,
+    load_minari_dataset,
+    minari_normalized_score,
+    save_minari_dataset,
+)
 from tianshou.data.stats import (
     EpochStats,
     InfoStats,
@@ -60,6 +66,10 @@ __all__ = [
     "TimingStats",
     "VectorReplayBuffer",
     "from_hdf5",
+    "load_minari_buffer",
+    "load_minari_dataset",
+    "minari_normalized_score",
+    "save_minari_dataset",
     "to_hdf5",
     "to_numpy",
     "to_torch",

@@ -197,12 +197,16 @@ class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
             act_batch.act = act + noise
         return act_batch
 
+    def _actor_loss(self, batch: Batch) -> torch.Tensor:
+        """The delayed actor step's loss: ``-mean(Q1(s, pi(s)))``, the critic held fixed."""
+        act = self.policy(batch).act
+        with frozen(self._critic_only_params):
+            return -self.critic(batch.obs, act).mean()
+
     def _update_with_batch(self, batch: Batch) -> TD3TrainingStats:
         critic1_loss, critic2_loss = self._minimize_critics(batch)
         if self._cnt % self.update_actor_freq == 0:
-            act = self.policy(batch).act
-            with frozen(self._critic_only_params):
-                actor_loss = -self.critic(batch.obs, act).mean()
+            actor_loss = self._actor_loss(batch)
             (self._last_actor_loss,) = self.policy_optim.step_with_loss_values(actor_loss)
             self._update_lagged_network_weights()
         self._cnt += 1
