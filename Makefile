@@ -43,6 +43,9 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmark.train
 	$(BIN)/python -m benchmark.update_rate_qlearning
 	$(BIN)/python -m benchmark.update_rate_policy
+	$(BIN)/python -m benchmark.update_rate_bcq
+	$(BIN)/python -m benchmark.update_rate_cql
+	$(BIN)/python -m benchmark.offline_pendulum
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
