@@ -6,6 +6,8 @@ The supported tasks are gymnasium 1.x's ``-v5`` MuJoCo tasks on mujoco (``Hopper
 Every script (``mujoco_<algo>.py``) builds its parser with :func:`common_parser`, its algorithm
 with its own ``build_<algo>(args, env)``, and hands both to :func:`run_experiment`, which trains
 (or, with ``--watch``, evaluates) and writes everything under ``--logdir/<task>/<algo>/<seed>``.
+
+The high-level scripts (``mujoco_<algo>_hl.py``) build their envs with :class:`MujocoEnvFactory`.
 """
 
 import argparse
@@ -33,6 +35,14 @@ from tianshou.env import (
     VectorEnvNormObs,
     make_envpool_env,
 )
+from tianshou.highlevel.env import (
+    ContinuousEnvironments,
+    EnvFactoryRegistered,
+    EnvPoolFactory,
+    VectorEnvType,
+)
+from tianshou.highlevel.persistence import Persistence, PersistEvent, RestoreEvent
+from tianshou.highlevel.world import World
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
@@ -689,3 +699,107 @@ def with_lr_decay(optim: OptimizerFactory, args: argparse.Namespace) -> Optimize
             collection_step_num_env_steps=args.collection_step_num_env_steps,
         )
     )
+
+
+# ---------------------------------------------------------------------------- high-level API
+class MujocoEnvObsRmsPersistence(Persistence):
+    """Saves the training envs' observation statistics with the policy, and restores them.
+
+    A policy trained on normalised observations is only valid with the statistics it was
+    trained on; they are written next to the policy as :data:`OBS_RMS_FILE` (plain arrays,
+    see :func:`save_obs_rms`) and, on restoring, given to all of the world's
+    observation-normalising envs.
+    """
+
+    FILENAME = OBS_RMS_FILE
+
+    def persist(self, event: PersistEvent, world: World) -> None:
+        if event != PersistEvent.PERSIST_POLICY:
+            return
+        training_envs = world.envs.training_envs
+        if not isinstance(training_envs, VectorEnvNormObs):
+            raise TypeError(
+                f"{type(self).__name__} needs observation-normalising training envs "
+                f"(VectorEnvNormObs), got {type(training_envs).__name__}"
+            )
+        path = world.persist_path(self.FILENAME)
+        tmp_path = path[: -len(".npz")] + ".tmp.npz"  # np.savez keeps a .npz suffix as is
+        save_obs_rms(training_envs.get_obs_rms(), tmp_path)
+        os.replace(tmp_path, path)
+
+    def restore(self, event: RestoreEvent, world: World) -> None:
+        if event != RestoreEvent.RESTORE_POLICY:
+            return
+        obs_rms = load_obs_rms(world.restore_path(self.FILENAME))
+        for venv in (world.envs.training_envs, world.envs.test_envs, world.envs.watch_env):
+            if isinstance(venv, VectorEnvNormObs):
+                venv.set_obs_rms(obs_rms)
+
+
+def _envpool_knows(task: str) -> bool:
+    try:
+        import envpool
+    except ImportError:
+        return False
+    return task in envpool.list_all_envs()
+
+
+class MujocoEnvFactory(EnvFactoryRegistered):
+    """Builds the envs of a MuJoCo task for the high-level API, optionally normalising
+    observations.
+
+    With ``obs_norm`` the training envs normalise observations by running statistics, and the
+    test and watch envs use the same statistics object, frozen (they see the training envs'
+    current statistics without changing them); the statistics are saved and restored with the
+    policy (:class:`MujocoEnvObsRmsPersistence`).
+
+    :param task: a gymnasium MuJoCo task, e.g. ``"Hopper-v5"``.
+    :param obs_norm: whether to normalise observations.
+    :param venv_type: how training and test envs run when EnvPool is not used.
+    :param use_envpool_if_available: build the training and test envs with EnvPool (much
+        faster) when it is installed and knows the task, as :func:`make_mujoco_env` does.
+    """
+
+    def __init__(
+        self,
+        task: str,
+        obs_norm: bool = True,
+        venv_type: VectorEnvType = VectorEnvType.SUBPROC_SHARED_MEM_AUTO,
+        use_envpool_if_available: bool = True,
+    ) -> None:
+        use_envpool = use_envpool_if_available and _envpool_knows(task)
+        super().__init__(
+            task=task,
+            venv_type=venv_type,
+            envpool_factory=EnvPoolFactory() if use_envpool else None,
+        )
+        self.obs_norm = obs_norm
+
+    def create_envs(
+        self,
+        num_training_envs: int,
+        num_test_envs: int,
+        create_watch_env: bool = False,
+        seed: int | None = None,
+    ) -> ContinuousEnvironments:
+        envs = super().create_envs(num_training_envs, num_test_envs, create_watch_env, seed)
+        if not isinstance(envs, ContinuousEnvironments):
+            raise ValueError(
+                f"MujocoEnvFactory needs a task with a continuous (Box) action space; "
+                f"{self.task} has {envs.get_action_space()}"
+            )
+        if self.obs_norm:
+            training_envs = VectorEnvNormObs(envs.training_envs)
+            envs.training_envs = training_envs
+            envs.test_envs = _frozen_obs_norm(envs.test_envs, training_envs.get_obs_rms())
+            if envs.watch_env is not None:
+                envs.watch_env = _frozen_obs_norm(envs.watch_env, training_envs.get_obs_rms())
+            envs.set_persistence(MujocoEnvObsRmsPersistence())
+        return envs
+
+
+def _frozen_obs_norm(venv: BaseVectorEnv, obs_rms: RunningMeanStd) -> VectorEnvNormObs:
+    """``venv`` normalising observations by ``obs_rms`` without updating it."""
+    normalising = VectorEnvNormObs(venv, update_obs_rms=False)
+    normalising.set_obs_rms(obs_rms)
+    return normalising

@@ -493,7 +493,9 @@ class EnvFactory(ToStringMixin, ABC):
         return _environments_of_type(env_type, env, training_envs, test_envs, watch_env)
 
 
-def _has_display() -> bool:
+def has_display() -> bool:
+    """Whether a human-mode window can open: always off Linux, else only with an X11 or
+    Wayland display (a headless machine renders nothing rather than stall)."""
     if sys.platform != "linux":
         return True
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
@@ -550,7 +552,7 @@ class EnvFactoryRegistered(EnvFactory):
     def _create_kwargs(self, mode: EnvMode) -> dict:
         """The ``gym.make`` options for ``mode``: ``make_kwargs`` plus the mode's render mode."""
         render_mode = self.render_modes[mode]
-        if render_mode == "human" and not _has_display():
+        if render_mode == "human" and not has_display():
             log.warning(
                 "render_mode 'human' for %s envs of %s needs a display, but none is set "
                 "(DISPLAY/WAYLAND_DISPLAY); rendering is off instead",

@@ -133,6 +133,10 @@ def test_transient_storage_keeps_the_last_actor_but_does_not_pickle_it(
     clone = pickle.loads(pickle.dumps(factory))
     assert clone._actor_future is not future
     assert clone._actor_future.actor is None
+    # a factory reading the future (a critic reusing the actor) shares it after unpickling
+    reader_future, clone2 = pickle.loads(pickle.dumps((future, factory)))
+    assert reader_future.actor is None
+    assert clone2.create_module(cartpole, "cpu") is reader_future.actor
 
 
 def test_intermediate_module_from_actor(cartpole: Environments) -> None:

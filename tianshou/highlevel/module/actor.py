@@ -45,9 +45,16 @@ class ContinuousActorType(Enum):
 class ActorFuture:
     """Holds an actor once it has been built (by :class:`ActorFactoryTransientStorageDecorator`),
     for factories that need it later, e.g. a critic sharing the actor's body.
+
+    It pickles without its actor (a network has no place in a saved experiment) but as one
+    object, so the factory filling it and the factories reading it still share it when an
+    experiment is saved or sent to another process.
     """
 
     actor: nn.Module | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"actor": None}
 
 
 class ActorFutureProviderProtocol(Protocol):
@@ -257,23 +264,14 @@ class ActorFactoryDefault(ActorFactory):
 class ActorFactoryTransientStorageDecorator(ActorFactory):
     """Delegates to ``actor_factory`` and puts each actor it builds into ``actor_future``.
 
-    The future is not pickled (a copy gets a fresh, empty one).
-
     :param actor_factory: the factory that builds the actor.
-    :param actor_future: receives the most recently built actor.
+    :param actor_future: receives the most recently built actor (pickled empty, see
+        :class:`ActorFuture`).
     """
 
     def __init__(self, actor_factory: ActorFactory, actor_future: ActorFuture) -> None:
         self.actor_factory = actor_factory
         self._actor_future = actor_future
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["_actor_future"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__ = {**state, "_actor_future": ActorFuture()}
 
     def create_module(self, envs: Environments, device: TDevice) -> nn.Module:
         module = self.actor_factory.create_module(envs, device)

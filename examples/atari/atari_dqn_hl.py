@@ -1,0 +1,113 @@
+"""Deep Q-Network on an Atari game through the high-level API.
+
+The same algorithm and published hyper-parameters as ``atari_dqn.py`` (see there), declared with
+an experiment builder; ``--icm-lr-scale`` > 0 adds an intrinsic curiosity module.
+
+    python examples/atari/atari_dqn_hl.py --task PongNoFrameskip-v4
+"""
+
+import sys
+from pathlib import Path
+
+from tianshou.env.atari.atari_network import (
+    IntermediateModuleFactoryAtariDQN,
+    IntermediateModuleFactoryAtariDQNFeatures,
+)
+from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
+from tianshou.highlevel.config import OffPolicyTrainingConfig
+from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
+from tianshou.highlevel.params.algorithm_params import DQNParams
+from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactoryIntrinsicCuriosity
+from tianshou.highlevel.trainer import (
+    EpochTestCallbackDQNSetEps,
+    EpochTrainCallbackDQNEpsLinearDecay,
+)
+
+
+def main(
+    task: str = "PongNoFrameskip-v4",
+    persistence_base_dir: str = "log",
+    seed: int = 0,
+    watch: bool = False,
+    scale_obs: bool = False,
+    eps_test: float = 0.005,
+    eps_train: float = 1.0,
+    eps_train_final: float = 0.05,
+    buffer_size: int = 100000,
+    lr: float = 1e-4,
+    gamma: float = 0.99,
+    n_step: int = 3,
+    target_update_freq: int = 500,
+    epoch: int = 100,
+    epoch_num_steps: int = 100000,
+    collection_step_num_env_steps: int = 10,
+    update_step_num_gradient_steps_per_sample: float = 0.1,
+    batch_size: int = 32,
+    num_training_envs: int = 10,
+    num_test_envs: int = 10,
+    frames_stack: int = 4,
+    icm_lr_scale: float = 0.0,
+    icm_reward_scale: float = 0.01,
+    icm_forward_loss_weight: float = 0.2,
+) -> ExperimentResult:
+    """Train DQN on the Atari game ``task`` and return the experiment's result.
+
+    :param task: a gymnasium ALE task without frame skip.
+    :param persistence_base_dir: where the run writes its policy and logs.
+    :param watch: show (or, headless, run) a few episodes of the trained policy.
+    :param scale_obs: let the envs scale the pixels to [0, 1].
+    :param eps_train: exploration rate at the start; it decays linearly to ``eps_train_final``
+        over the first 1M env steps.
+    :param n_step: n-step return horizon.
+    :param icm_lr_scale: > 0: add an intrinsic curiosity module, its loss scaled by this.
+    """
+    builder = (
+        DQNExperimentBuilder(
+            AtariEnvFactory(task, frames_stack, scale=scale_obs),
+            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            OffPolicyTrainingConfig(
+                max_epochs=epoch,
+                epoch_num_steps=epoch_num_steps,
+                batch_size=batch_size,
+                num_training_envs=num_training_envs,
+                num_test_envs=num_test_envs,
+                buffer_size=buffer_size,
+                collection_step_num_env_steps=collection_step_num_env_steps,
+                update_step_num_gradient_steps_per_sample=update_step_num_gradient_steps_per_sample,
+                replay_buffer_ignore_obs_next=True,
+                replay_buffer_save_only_last_obs=True,
+                replay_buffer_stack_num=frames_stack,
+            ),
+        )
+        .with_dqn_params(
+            DQNParams(
+                gamma=gamma,
+                n_step_return_horizon=n_step,
+                lr=lr,
+                target_update_freq=target_update_freq,
+            )
+        )
+        .with_model_factory(IntermediateModuleFactoryAtariDQN())
+        .with_epoch_train_callback(EpochTrainCallbackDQNEpsLinearDecay(eps_train, eps_train_final))
+        .with_epoch_test_callback(EpochTestCallbackDQNSetEps(eps_test))
+        .with_epoch_stop_callback(AtariEpochStopCallback(task))
+    )
+    if icm_lr_scale > 0:
+        builder.with_algorithm_wrapper_factory(
+            AlgorithmWrapperFactoryIntrinsicCuriosity(
+                feature_net_factory=IntermediateModuleFactoryAtariDQNFeatures(),
+                hidden_sizes=[512],
+                lr=lr,
+                lr_scale=icm_lr_scale,
+                reward_scale=icm_reward_scale,
+                forward_loss_weight=icm_forward_loss_weight,
+            )
+        )
+    return builder.build().run()
+
+
+if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
+    from hl_cli import run_cli
+
+    run_cli(main)

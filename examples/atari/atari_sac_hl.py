@@ -1,0 +1,109 @@
+"""Discrete Soft Actor-Critic on an Atari game through the high-level API.
+
+The same algorithm and published hyper-parameters as ``atari_sac.py`` (see there), declared with
+an experiment builder.
+
+    python examples/atari/atari_sac_hl.py --task PongNoFrameskip-v4
+"""
+
+import sys
+from pathlib import Path
+
+from tianshou.env.atari.atari_network import ActorFactoryAtariDQN
+from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
+from tianshou.highlevel.config import OffPolicyTrainingConfig
+from tianshou.highlevel.experiment import (
+    DiscreteSACExperimentBuilder,
+    ExperimentConfig,
+    ExperimentResult,
+)
+from tianshou.highlevel.params.algorithm_params import DiscreteSACParams
+from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
+
+
+def main(
+    task: str = "PongNoFrameskip-v4",
+    persistence_base_dir: str = "log",
+    seed: int = 4213,
+    watch: bool = False,
+    scale_obs: bool = False,
+    buffer_size: int = 100000,
+    actor_lr: float = 1e-5,
+    critic_lr: float = 1e-5,
+    gamma: float = 0.99,
+    n_step: int = 3,
+    tau: float = 0.005,
+    alpha: float = 0.05,
+    auto_alpha: bool = False,
+    alpha_lr: float = 3e-4,
+    epoch: int = 100,
+    epoch_num_steps: int = 100000,
+    collection_step_num_env_steps: int = 10,
+    update_step_num_gradient_steps_per_sample: float = 0.1,
+    batch_size: int = 64,
+    hidden_size: int = 512,
+    num_training_envs: int = 10,
+    num_test_envs: int = 10,
+    frames_stack: int = 4,
+) -> ExperimentResult:
+    """Train discrete SAC on the Atari game ``task`` and return the experiment's result.
+
+    :param task: a gymnasium ALE task without frame skip.
+    :param persistence_base_dir: where the run writes its policy and logs.
+    :param watch: show (or, headless, run) a few episodes of the trained policy.
+    :param scale_obs: let the envs scale the pixels to [0, 1].
+    :param n_step: n-step return horizon.
+    :param alpha: the entropy coefficient, unless ``auto_alpha``.
+    :param auto_alpha: tune the entropy coefficient towards 0.98 x log(number of actions).
+    :param hidden_size: width of the layer on the shared Nature-DQN torso.
+    """
+    experiment = (
+        DiscreteSACExperimentBuilder(
+            AtariEnvFactory(task, frames_stack, scale=scale_obs),
+            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            OffPolicyTrainingConfig(
+                max_epochs=epoch,
+                epoch_num_steps=epoch_num_steps,
+                batch_size=batch_size,
+                num_training_envs=num_training_envs,
+                num_test_envs=num_test_envs,
+                buffer_size=buffer_size,
+                collection_step_num_env_steps=collection_step_num_env_steps,
+                update_step_num_gradient_steps_per_sample=update_step_num_gradient_steps_per_sample,
+                replay_buffer_ignore_obs_next=True,
+                replay_buffer_save_only_last_obs=True,
+                replay_buffer_stack_num=frames_stack,
+            ),
+        )
+        .with_sac_params(
+            DiscreteSACParams(
+                actor_lr=actor_lr,
+                critic1_lr=critic_lr,
+                critic2_lr=critic_lr,
+                gamma=gamma,
+                tau=tau,
+                alpha=(
+                    AutoAlphaFactoryDefault(lr=alpha_lr, target_entropy_coefficient=0.98)
+                    if auto_alpha
+                    else alpha
+                ),
+                n_step_return_horizon=n_step,
+            )
+        )
+        .with_actor_factory(
+            ActorFactoryAtariDQN(
+                scale_obs=False, features_only=True, output_dim_added_layer=hidden_size
+            )
+        )
+        .with_common_critic_factory_use_actor()
+        .with_epoch_stop_callback(AtariEpochStopCallback(task))
+        .build()
+    )
+    return experiment.run()
+
+
+if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
+    from hl_cli import run_cli
+
+    run_cli(main)

@@ -1,0 +1,175 @@
+"""The command line of the high-level example scripts (``*_hl.py``).
+
+Each of those scripts is a function ``main(task=..., epoch=..., ...)`` whose keyword defaults
+are the benchmark hyper-parameters, and ends with::
+
+    if __name__ == "__main__":
+        run_cli(main)
+
+:func:`run_cli` turns every parameter of ``main`` into an option, spelt with dashes or with
+underscores (``--epoch-num-steps 1000`` or ``--epoch_num_steps 1000``), parsed by the
+parameter's type annotation; options not given keep ``main``'s defaults. ``--help`` lists them
+with the ``:param name:`` lines of ``main``'s docstring.
+
+    python examples/mujoco/mujoco_ppo_hl.py --task Walker2d-v5 --hidden-sizes 32 32 --no-lr-decay
+"""
+
+import argparse
+import enum
+import inspect
+import logging
+import re
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class _OptionSpec:
+    """How an option's text becomes the value of a parameter annotated with some type."""
+
+    convert: Callable[[str], Any]
+    nargs: str | None = None
+    metavar: str | None = None
+
+
+def _parse_none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``convert``, except that ``None`` (any case) gives None, for ``X | None`` parameters."""
+
+    def parse(text: str) -> Any:
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = getattr(convert, "__name__", "value")  # argparse names it in errors
+    return parse
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (use true/false)")
+
+
+def _enum_parser(enum_type: type[enum.Enum]) -> Callable[[str], enum.Enum]:
+    def parse(text: str) -> enum.Enum:
+        try:
+            return enum_type[text]
+        except KeyError:
+            names = ", ".join(enum_type.__members__)
+            raise argparse.ArgumentTypeError(f"{text!r} is none of {names}") from None
+
+    parse.__name__ = enum_type.__name__
+    return parse
+
+
+def _literal_parser(values: Sequence[Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        for value in values:
+            if str(value) == text:
+                return value
+        raise argparse.ArgumentTypeError(f"{text!r} is none of {[str(v) for v in values]}")
+
+    return parse
+
+
+def _scalar_spec(annotation: Any) -> _OptionSpec:
+    """The option of a parameter of a single value (possibly optional)."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        others = [arg for arg in args if arg is not type(None)]
+        if len(others) != 1:
+            raise TypeError(f"run_cli cannot parse values of type {annotation}")
+        inner = _scalar_spec(others[0])
+        return _OptionSpec(_parse_none_or(inner.convert), metavar=inner.metavar)
+    if typing.get_origin(annotation) is typing.Literal:
+        return _OptionSpec(_literal_parser(args), metavar="{" + ",".join(map(str, args)) + "}")
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        names = ",".join(annotation.__members__)
+        return _OptionSpec(_enum_parser(annotation), metavar="{" + names + "}")
+    if annotation is bool:
+        return _OptionSpec(_parse_bool)
+    if annotation in (int, float, str):
+        return _OptionSpec(annotation)
+    raise TypeError(f"run_cli cannot parse values of type {annotation}")
+
+
+def _option_spec(annotation: Any) -> _OptionSpec:
+    """The option of a parameter: sequences (``Sequence[int]``, ``tuple[int, ...]``,
+    ``list[float]``) take several values, everything else one."""
+    origin = typing.get_origin(annotation)
+    if origin in (list, tuple, Sequence, typing.Sequence):
+        item_type = typing.get_args(annotation)[0] if typing.get_args(annotation) else str
+        return _OptionSpec(_scalar_spec(item_type).convert, nargs="*")
+    return _scalar_spec(annotation)
+
+
+def _param_docs(fn: Callable[..., Any]) -> dict[str, str]:
+    """The ``:param name: text`` entries of ``fn``'s docstring (text joined onto one line)."""
+    doc = inspect.getdoc(fn) or ""
+    docs = {}
+    for match in re.finditer(r":param (\w+):(.*?)(?=\n\s*:|\Z)", doc, flags=re.DOTALL):
+        docs[match.group(1)] = " ".join(match.group(2).split())
+    return docs
+
+
+def _option_names(name: str) -> list[str]:
+    dashed = "--" + name.replace("_", "-")
+    underscored = "--" + name
+    return [dashed] if dashed == underscored else [dashed, underscored]
+
+
+def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
+    """The parser of ``main``'s keyword parameters (see the module docstring).
+
+    Options not given are absent from the parsed namespace, so that ``main`` applies its own
+    defaults. Boolean parameters are switched with ``--flag`` / ``--no-flag`` (``--no_flag``).
+
+    :param main: the function whose parameters become options; all need defaults.
+    """
+    description = (inspect.getdoc(main) or "").split("\n\n")[0]
+    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
+    hints = typing.get_type_hints(main)
+    docs = _param_docs(main)
+    for name, param in inspect.signature(main).parameters.items():
+        if param.default is inspect.Parameter.empty:
+            raise TypeError(f"run_cli needs a default for every parameter of main; {name} has none")
+        help_text = f"{docs.get(name, '')} (default: {param.default})".strip()
+        annotation = hints.get(name, type(param.default))
+        if annotation is bool:
+            parser.add_argument(
+                *_option_names(name), dest=name, action="store_true", help=help_text
+            )
+            parser.add_argument(
+                *_option_names("no_" + name), dest=name, action="store_false", help=f"not --{name}"
+            )
+            continue
+        spec = _option_spec(annotation)
+        parser.add_argument(
+            *_option_names(name),
+            dest=name,
+            type=spec.convert,
+            nargs=spec.nargs,
+            metavar=spec.metavar,
+            help=help_text,
+        )
+    return parser
+
+
+def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
+    """Call ``main`` with the keyword arguments given on the command line, and return its result.
+
+    Also sends log messages of level INFO and above to stderr, so that the experiment's progress
+    (e.g. where it saves the policy) is visible.
+
+    :param main: the script's entry point (see the module docstring).
+    :param argv: the arguments; None reads ``sys.argv[1:]``.
+    """
+    kwargs = vars(build_parser(main).parse_args(argv))
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return main(**kwargs)

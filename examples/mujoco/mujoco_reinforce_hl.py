@@ -1,0 +1,95 @@
+"""REINFORCE on a MuJoCo task through the high-level API.
+
+The same algorithm and benchmark hyper-parameters as ``mujoco_reinforce.py`` (see there), declared
+with an experiment builder; several seeds run with ``--num-experiments``.
+
+    python examples/mujoco/mujoco_reinforce_hl.py --task Hopper-v5 --num-experiments 5
+"""
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from tianshou.data import InfoStats
+from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.config import OnPolicyTrainingConfig
+from tianshou.highlevel.experiment import ExperimentConfig, ReinforceExperimentBuilder
+from tianshou.highlevel.params.algorithm_params import ReinforceParams
+from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
+
+from mujoco_env import MujocoEnvFactory  # the script's own directory is on sys.path
+
+
+def main(
+    task: str = "Hopper-v5",
+    persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    run_sequential: bool = False,
+    seed: int = 42,
+    watch: bool = False,
+    buffer_size: int = 4096,
+    hidden_sizes: Sequence[int] = (64, 64),
+    lr: float = 1e-3,
+    gamma: float = 0.99,
+    epoch: int = 100,
+    epoch_num_steps: int = 30000,
+    collection_step_num_env_steps: int = 2048,
+    update_step_num_repetitions: int = 1,
+    batch_size: int | None = None,
+    num_training_envs: int = 16,
+    num_test_envs: int = 10,
+    return_scaling: bool = True,
+    lr_decay: bool = True,
+    action_bound_method: Literal["clip", "tanh"] = "tanh",
+) -> list[InfoStats | None]:
+    """Train REINFORCE on ``task`` with ``num_experiments`` seeds; return their results.
+
+    :param task: the MuJoCo task.
+    :param persistence_base_dir: where each run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
+    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param watch: show (or, headless, run) a few episodes of each trained policy.
+    :param batch_size: minibatch size; None learns from each collection in one batch.
+    :param lr_decay: decay the learning rate linearly to 0 over the run.
+    :param return_scaling: standardise the returns.
+    """
+    training_config = OnPolicyTrainingConfig(
+        max_epochs=epoch,
+        epoch_num_steps=epoch_num_steps,
+        batch_size=batch_size,
+        num_training_envs=num_training_envs,
+        num_test_envs=num_test_envs,
+        buffer_size=buffer_size,
+        collection_step_num_env_steps=collection_step_num_env_steps,
+        update_step_num_repetitions=update_step_num_repetitions,
+    )
+    experiment = (
+        ReinforceExperimentBuilder(
+            MujocoEnvFactory(task, obs_norm=True),
+            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            training_config,
+        )
+        .with_reinforce_params(
+            ReinforceParams(
+                gamma=gamma,
+                action_bound_method=action_bound_method,
+                return_standardization=return_scaling,
+                lr=lr,
+                lr_scheduler=LRSchedulerFactoryFactoryLinear(training_config) if lr_decay else None,
+            )
+        )
+        .with_actor_factory_default(hidden_sizes, torch.nn.Tanh, continuous_unbounded=True)
+        .build_seeded_collection(num_experiments)
+    )
+    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
+    return experiment.run(launcher.create_launcher())
+
+
+if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
+    from hl_cli import run_cli
+
+    run_cli(main)

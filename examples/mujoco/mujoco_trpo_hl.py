@@ -1,0 +1,109 @@
+"""Trust Region Policy Optimisation on a MuJoCo task through the high-level API.
+
+The same algorithm and benchmark hyper-parameters as ``mujoco_trpo.py`` (see there), declared
+with an experiment builder; several seeds run with ``--num-experiments``.
+
+    python examples/mujoco/mujoco_trpo_hl.py --task Hopper-v5 --num-experiments 5
+"""
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from tianshou.data import InfoStats
+from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.config import OnPolicyTrainingConfig
+from tianshou.highlevel.experiment import ExperimentConfig, TRPOExperimentBuilder
+from tianshou.highlevel.params.algorithm_params import TRPOParams
+from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
+
+from mujoco_env import MujocoEnvFactory  # the script's own directory is on sys.path
+
+
+def main(
+    task: str = "Hopper-v5",
+    persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    run_sequential: bool = False,
+    seed: int = 42,
+    watch: bool = False,
+    buffer_size: int = 4096,
+    hidden_sizes: Sequence[int] = (64, 64),
+    lr: float = 1e-3,
+    gamma: float = 0.99,
+    epoch: int = 100,
+    epoch_num_steps: int = 30000,
+    collection_step_num_env_steps: int = 1024,
+    update_step_num_repetitions: int = 1,
+    batch_size: int | None = None,
+    num_training_envs: int = 16,
+    num_test_envs: int = 10,
+    return_scaling: bool = True,
+    lr_decay: bool = True,
+    gae_lambda: float = 0.95,
+    action_bound_method: Literal["clip", "tanh"] = "clip",
+    advantage_normalization: bool = True,
+    optim_critic_iters: int = 20,
+    trust_region_size: float = 0.1,
+    max_kl: float = 0.01,
+    backtrack_coeff: float = 0.8,
+    max_backtracks: int = 10,
+) -> list[InfoStats | None]:
+    """Train TRPO on ``task`` with ``num_experiments`` seeds; return their results.
+
+    :param task: the MuJoCo task.
+    :param persistence_base_dir: where each run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
+    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param watch: show (or, headless, run) a few episodes of each trained policy.
+    :param batch_size: minibatch size; None learns from each collection in one batch.
+    :param lr_decay: decay the learning rate linearly to 0 over the run.
+    """
+    training_config = OnPolicyTrainingConfig(
+        max_epochs=epoch,
+        epoch_num_steps=epoch_num_steps,
+        batch_size=batch_size,
+        num_training_envs=num_training_envs,
+        num_test_envs=num_test_envs,
+        buffer_size=buffer_size,
+        collection_step_num_env_steps=collection_step_num_env_steps,
+        update_step_num_repetitions=update_step_num_repetitions,
+    )
+    experiment = (
+        TRPOExperimentBuilder(
+            MujocoEnvFactory(task, obs_norm=True),
+            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            training_config,
+        )
+        .with_trpo_params(
+            TRPOParams(
+                gamma=gamma,
+                gae_lambda=gae_lambda,
+                action_bound_method=action_bound_method,
+                return_scaling=return_scaling,
+                advantage_normalization=advantage_normalization,
+                optim_critic_iters=optim_critic_iters,
+                trust_region_size=trust_region_size,
+                max_kl=max_kl,
+                backtrack_coeff=backtrack_coeff,
+                max_backtracks=max_backtracks,
+                lr=lr,
+                lr_scheduler=LRSchedulerFactoryFactoryLinear(training_config) if lr_decay else None,
+            )
+        )
+        .with_actor_factory_default(hidden_sizes, torch.nn.Tanh, continuous_unbounded=True)
+        .with_critic_factory_default(hidden_sizes, torch.nn.Tanh)
+        .build_seeded_collection(num_experiments)
+    )
+    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
+    return experiment.run(launcher.create_launcher())
+
+
+if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
+    from hl_cli import run_cli
+
+    run_cli(main)

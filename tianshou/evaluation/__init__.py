@@ -1,0 +1,7 @@
+"""Running experiment collections and evaluating them across seeds.
+
+:mod:`tianshou.evaluation.launcher` runs several experiments (sequentially, with joblib or with
+Ray); :mod:`tianshou.evaluation.rliable_evaluation` reads the logs of the seeded runs back and
+computes robust aggregate statistics (interquartile mean, performance profiles) with ``rliable``.
+Both need the ``eval`` extra; nothing is imported here so that each loads only what it needs.
+"""

@@ -1,0 +1,1178 @@
+"""Experiments: the high-level API's one object that builds, trains, persists and watches an agent.
+
+An :class:`Experiment` holds everything needed to run an agent from scratch (env factory,
+algorithm factory, training and experiment configuration) and nothing that a run creates, so it
+can be pickled: saved next to a run's results (:meth:`Experiment.from_directory` reloads it) or
+sent to the worker processes of a launcher. Experiments are built by the fluent
+``<Algo>ExperimentBuilder`` classes, e.g.::
+
+    env_factory = EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY)
+    experiment = (
+        PPOExperimentBuilder(env_factory)
+        .with_ppo_params(PPOParams(lr=1e-3))
+        .with_actor_factory_default(hidden_sizes=(64, 64))
+        .build()
+    )
+    result = experiment.run()  # trains, persists to log/<name>, then watches the agent
+
+A run writes into ``<persistence_base_dir>/<name>[/<run_name>]``: the logger's files, a log
+file, the pickled experiment (``experiment.pkl``) and the policy (see
+:class:`~tianshou.highlevel.persistence.PolicyPersistence`).
+:meth:`ExperimentBuilder.build_seeded_collection` builds one experiment per seed, each in its own
+subdirectory ``<name>/seed=<seed>`` of one experiment directory, which
+:func:`tianshou.evaluation.rliable_evaluation.load_and_eval_experiment` evaluates as a whole.
+"""
+
+import copy
+import logging
+import os
+import pickle
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Generic, Self, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from tianshou.data import Collector, InfoStats
+from tianshou.evaluation.launcher import ExpLauncher, RegisteredExpLauncher, SequentialExpLauncher
+from tianshou.highlevel.algorithm import (
+    A2CAlgorithmFactory,
+    AlgorithmFactory,
+    DDPGAlgorithmFactory,
+    DiscreteSACAlgorithmFactory,
+    DQNAlgorithmFactory,
+    IQNAlgorithmFactory,
+    NPGAlgorithmFactory,
+    PPOAlgorithmFactory,
+    REDQAlgorithmFactory,
+    ReinforceAlgorithmFactory,
+    SACAlgorithmFactory,
+    TD3AlgorithmFactory,
+    TRPOAlgorithmFactory,
+)
+from tianshou.highlevel.builder_mixins import (
+    _BuilderMixinActorFactory_ContinuousDeterministic,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinActorFactory_DiscreteOnly,
+    _BuilderMixinCriticEnsembleFactory,
+    _BuilderMixinDualCriticFactory,
+    _BuilderMixinSingleCriticCanUseActorFactory,
+)
+from tianshou.highlevel.config import (
+    OffPolicyTrainingConfig,
+    OnPolicyTrainingConfig,
+    TrainingConfig,
+)
+from tianshou.highlevel.env import EnvFactory, Environments, has_display
+from tianshou.highlevel.logger import LoggerFactory, LoggerFactoryDefault, TLogger
+from tianshou.highlevel.module.actor import (
+    ActorFactoryDefault,
+    ContinuousActorType,
+)
+from tianshou.highlevel.module.core import ModuleFactory, TDevice
+from tianshou.highlevel.module.intermediate import IntermediateModule, IntermediateModuleFactory
+from tianshou.highlevel.module.special import ImplicitQuantileNetworkFactory
+from tianshou.highlevel.params.algorithm_params import (
+    A2CParams,
+    DDPGParams,
+    DiscreteSACParams,
+    DQNParams,
+    IQNParams,
+    NPGParams,
+    PPOParams,
+    REDQParams,
+    ReinforceParams,
+    SACParams,
+    TD3Params,
+    TRPOParams,
+)
+from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactory
+from tianshou.highlevel.params.collector import CollectorFactory
+from tianshou.highlevel.params.optim import OptimizerFactoryFactory
+from tianshou.highlevel.persistence import PersistenceGroup, PolicyPersistence
+from tianshou.highlevel.trainer import (
+    EpochStopCallback,
+    EpochTestCallback,
+    EpochTrainCallback,
+    TrainerCallbacks,
+)
+from tianshou.highlevel.world import World
+from tianshou.utils.logger import LazyLogger
+from tianshou.utils.net.common import ModuleType, Net
+from tianshou.utils.string import ToStringMixin
+
+log = logging.getLogger(__name__)
+
+TTrainingConfig = TypeVar("TTrainingConfig", bound=TrainingConfig)
+
+EXPERIMENT_PICKLE_FILENAME = "experiment.pkl"
+LOG_FILENAME = "experiment.log"
+
+
+def _default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass
+class ExperimentConfig:
+    """How an experiment runs (as opposed to what it trains: see the training config).
+
+    :param seed: seeds numpy, torch and ``random`` at the start of a run, and (spread over
+        them) the envs.
+    :param device: where the networks live, e.g. ``"cpu"`` or ``"cuda:0"``; defaults to
+        ``"cuda"`` if available.
+    :param policy_restore_directory: a run directory whose saved policy parameters are loaded
+        before training (to continue from them); None starts from fresh networks.
+    :param train: train the agent (False: only restore and/or watch it).
+    :param watch: after training, run the agent for ``watch_num_episodes`` episodes in the
+        watch env and log the mean return.
+    :param watch_num_episodes: episodes run when watching.
+    :param watch_render: when watching, render each step and pause this many seconds; 0 turns
+        rendering off. Without a display (headless Linux) nothing is rendered.
+    :param persistence_base_dir: the directory under which each run gets its directory.
+    :param persistence_enabled: write the run directory (logs, policy, the pickled
+        experiment); False writes nothing and logs nowhere.
+    :param log_file_enabled: copy the log records emitted during a run to ``experiment.log``
+        in the run directory (records the logging configuration lets through).
+    :param policy_persistence_mode: what is saved of the policy.
+    """
+
+    seed: int = 42
+    device: str | torch.device = field(default_factory=_default_device)
+    policy_restore_directory: str | None = None
+    train: bool = True
+    watch: bool = True
+    watch_num_episodes: int = 10
+    watch_render: float = 0.0
+    persistence_base_dir: str = "log"
+    persistence_enabled: bool = True
+    log_file_enabled: bool = True
+    policy_persistence_mode: PolicyPersistence.Mode = PolicyPersistence.Mode.POLICY
+
+    def __post_init__(self) -> None:
+        if self.watch_num_episodes < 1:
+            raise ValueError(
+                f"watch_num_episodes must be at least 1, got {self.watch_num_episodes} (to skip "
+                f"watching, set watch=False)"
+            )
+        if self.watch_render < 0:
+            raise ValueError(
+                f"watch_render is a pause in seconds (0: no rendering), got {self.watch_render}"
+            )
+
+
+@dataclass
+class ExperimentResult:
+    """What a run of an experiment produced.
+
+    :param world: the envs, collectors, logger and trainer of the run.
+    :param trainer_result: what training returned; None if the run did not train.
+    """
+
+    world: World
+    trainer_result: InfoStats | None
+
+
+class Experiment(ToStringMixin):
+    """Everything needed to train (and persist, restore and watch) one agent.
+
+    Build it with an experiment builder (e.g. :class:`PPOExperimentBuilder`) rather than
+    directly. It must stay picklable (no lambdas or open resources), as it is saved with each
+    run and sent to the processes of parallel launchers.
+
+    :param config: how the experiment runs.
+    :param env_factory: builds the envs.
+    :param algorithm_factory: builds the algorithm, its collectors and its trainer.
+    :param training_config: the training hyper-parameters (epochs, envs, buffer, ...).
+    :param name: the experiment's name; its runs write to
+        ``<config.persistence_base_dir>/<name>``. It may contain path separators.
+    :param logger_factory: builds the run's logger; None: TensorBoard
+        (:class:`~tianshou.highlevel.logger.LoggerFactoryDefault`).
+    """
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        env_factory: EnvFactory,
+        algorithm_factory: AlgorithmFactory,
+        training_config: TrainingConfig,
+        name: str,
+        logger_factory: LoggerFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.env_factory = env_factory
+        self.algorithm_factory = algorithm_factory
+        self.training_config = training_config
+        self.name = name
+        self.logger_factory = (
+            logger_factory if logger_factory is not None else LoggerFactoryDefault()
+        )
+
+    @staticmethod
+    def seeding_info_str_static(seed: int) -> str:
+        """The name component that tells runs with different seeds apart, ``seed=<seed>``."""
+        return f"seed={seed}"
+
+    def get_seeding_info_as_str(self) -> str:
+        """:meth:`seeding_info_str_static` for this experiment's seed."""
+        return self.seeding_info_str_static(self.config.seed)
+
+    @staticmethod
+    def persistence_dir_static(persistence_base_dir: str, experiment_name: str, seed: int) -> str:
+        """The directory of the run with ``seed`` among the seeded runs of ``experiment_name``
+        (as built by :meth:`ExperimentBuilder.build_seeded_collection`).
+
+        :param persistence_base_dir: the base directory of all experiments.
+        :param experiment_name: the name shared by the seeded runs.
+        :param seed: the run's seed.
+        """
+        return os.path.join(
+            persistence_base_dir, experiment_name, Experiment.seeding_info_str_static(seed)
+        )
+
+    def save(self, directory: str) -> None:
+        """Pickle this experiment to ``experiment.pkl`` in ``directory`` (created if missing),
+        for :meth:`from_directory`.
+
+        :param directory: where the file goes, usually the run directory.
+        """
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, EXPERIMENT_PICKLE_FILENAME)
+        log.info(f"Saving the experiment to {path}")
+        with open(path, "wb") as f:
+            pickle.dump(self, f)
+
+    @classmethod
+    def from_directory(cls, directory: str, restore_policy: bool = True) -> "Experiment":
+        """Load the experiment saved in a run directory, to run it again or continue it.
+
+        The file is a pickle, and unpickling can run arbitrary code: load only directories
+        written by your own runs. Run the loaded experiment with a new ``run_name`` (or
+        ``raise_error_on_dirname_collision=False``), since its directory exists already.
+
+        :param directory: a run directory holding ``experiment.pkl``.
+        :param restore_policy: load the policy saved in ``directory`` when the experiment runs,
+            so that training continues from it (and watching shows it).
+        """
+        path = os.path.join(directory, EXPERIMENT_PICKLE_FILENAME)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"no {EXPERIMENT_PICKLE_FILENAME} in {directory!r}; pass the directory of a run "
+                f"with persistence enabled (<persistence_base_dir>/<experiment name>)"
+            )
+        with open(path, "rb") as f:
+            experiment = pickle.load(f)
+        if not isinstance(experiment, cls):
+            raise TypeError(f"{path} holds a {type(experiment).__name__}, not an {cls.__name__}")
+        if restore_policy:
+            experiment.config.policy_restore_directory = directory
+        return experiment
+
+    def _persistence_dir(self, experiment_name: str) -> str:
+        return os.path.join(self.config.persistence_base_dir, experiment_name)
+
+    def _prepare_persistence_dir(self, directory: str, raise_error_on_collision: bool) -> None:
+        """Create the run directory (if persistence is enabled), refusing an existing one."""
+        if not self.config.persistence_enabled:
+            return
+        if raise_error_on_collision and os.path.exists(directory):
+            raise FileExistsError(
+                f"the run directory {directory!r} exists already (from an earlier run?); choose "
+                f"another experiment name (builder.with_name) or run_name, delete the directory, "
+                f"or pass raise_error_on_dirname_collision=False to write into it"
+            )
+        os.makedirs(directory, exist_ok=True)
+
+    def _set_seed(self) -> None:
+        seed = self.config.seed
+        log.info(f"Setting random seed {seed}")
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+
+    def create_experiment_world(
+        self,
+        override_experiment_name: str | None = None,
+        logger_run_id: str | None = None,
+        raise_error_on_dirname_collision: bool = True,
+        reset_collectors: bool = True,
+    ) -> World:
+        """Seed everything and build the run's world: envs, algorithm (with the policy restored
+        if configured), collectors, logger and trainer; training is left to the caller.
+
+        :param override_experiment_name: the name determining the run directory; None: the
+            experiment's name.
+        :param logger_run_id: the logger's run id (e.g. to resume a W&B run).
+        :param raise_error_on_dirname_collision: refuse to write into an existing directory.
+        :param reset_collectors: reset the collectors' envs (and collect the warm-up steps).
+        """
+        name = self.name if override_experiment_name is None else override_experiment_name
+        directory = self._persistence_dir(name)
+        self._prepare_persistence_dir(directory, raise_error_on_dirname_collision)
+        return self._create_world(name, directory, logger_run_id, reset_collectors)
+
+    def _create_world(
+        self,
+        name: str,
+        directory: str,
+        logger_run_id: str | None,
+        reset_collectors: bool = True,
+    ) -> World:
+        self._set_seed()
+        training = self.training_config
+        envs = self.env_factory.create_envs(
+            training.num_training_envs,
+            training.num_test_envs,
+            create_watch_env=self.config.watch,
+            seed=self.config.seed,
+        )
+        log.info(f"Created {envs}")
+        algorithm = self.algorithm_factory.create_algorithm(envs, self.config.device)
+        training_collector, test_collector = self.algorithm_factory.create_train_test_collectors(
+            algorithm, envs, reset_collectors=reset_collectors
+        )
+        world = World(
+            envs=envs,
+            training_collector=training_collector,
+            test_collector=test_collector,
+            logger=self._create_logger(name, directory, logger_run_id),
+            persist_directory=directory,
+            restore_directory=self.config.policy_restore_directory,
+        )
+        policy_persistence = PolicyPersistence(
+            additional_persistence=PersistenceGroup(
+                *envs.persistence, enabled=self.config.persistence_enabled
+            ),
+            enabled=self.config.persistence_enabled,
+            mode=self.config.policy_persistence_mode,
+        )
+        if self.config.policy_restore_directory is not None:
+            policy_persistence.restore(algorithm, world, self.config.device)
+        world.trainer = self.algorithm_factory.create_trainer(world, policy_persistence)
+        return world
+
+    def _create_logger(self, name: str, directory: str, run_id: str | None) -> TLogger:
+        if not self.config.persistence_enabled:
+            return LazyLogger()
+        config_dict = {
+            "experiment_config": asdict(self.config),
+            "training_config": asdict(self.training_config),
+            "env_factory": str(self.env_factory),
+            "algorithm_factory": str(self.algorithm_factory),
+        }
+        return self.logger_factory.create_logger(
+            log_dir=directory, experiment_name=name, run_id=run_id, config_dict=config_dict
+        )
+
+    @contextmanager
+    def _log_file(self, directory: str) -> Iterator[None]:
+        """Copy log records to ``experiment.log`` in ``directory`` while the context is open."""
+        if not (self.config.persistence_enabled and self.config.log_file_enabled):
+            yield
+            return
+        handler = logging.FileHandler(os.path.join(directory, LOG_FILENAME))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        try:
+            yield
+        finally:
+            root.removeHandler(handler)
+            handler.close()
+
+    def run(
+        self,
+        run_name: str | None = None,
+        logger_run_id: str | None = None,
+        raise_error_on_dirname_collision: bool = True,
+    ) -> ExperimentResult:
+        """Run the experiment: seed, build the world, save this experiment into the run
+        directory, restore the policy if configured, train if configured, then watch the agent
+        if configured.
+
+        :param run_name: a subdirectory of the experiment's directory for this run (e.g. to run
+            a restored experiment again); None: the experiment's directory itself.
+        :param logger_run_id: the logger's run id (e.g. to resume a W&B run).
+        :param raise_error_on_dirname_collision: refuse to write into an existing directory,
+            so that results of an earlier run are not mixed with (or overwritten by) this one.
+        :return: the world of the run and what training returned.
+        """
+        name = self.name if run_name is None else os.path.join(self.name, run_name)
+        directory = self._persistence_dir(name)
+        self._prepare_persistence_dir(directory, raise_error_on_dirname_collision)
+        with self._log_file(directory):
+            log.info(f"Running experiment {name!r}:\n{self}")
+            if self.config.persistence_enabled:
+                self.save(directory)
+            world = self._create_world(name, directory, logger_run_id)
+            assert world.trainer is not None
+            trainer_result = None
+            if self.config.train:
+                log.info("Training")
+                trainer_result = world.trainer.run()
+                log.info(f"Training result:\n{trainer_result}")
+            if self.config.watch:
+                self._watch_agent(world)
+        return ExperimentResult(world=world, trainer_result=trainer_result)
+
+    def _watch_agent(self, world: World) -> None:
+        """Run the watch episodes, rendering only if asked to and a display exists."""
+        assert world.trainer is not None
+        watch_env = world.envs.watch_env
+        if watch_env is None:
+            raise ValueError(
+                f"{type(self.env_factory).__name__}.create_envs built no watch env, although "
+                f"create_watch_env=True (config.watch) asked for one"
+            )
+        render = self.config.watch_render
+        if render > 0 and not has_display():
+            log.warning(
+                f"watch_render={render}, but there is no display (DISPLAY/WAYLAND_DISPLAY "
+                f"unset): watching without rendering"
+            )
+            render = 0.0
+        collector = Collector(world.trainer.algorithm, watch_env)
+        collector.reset()
+        stats = collector.collect(
+            n_episode=self.config.watch_num_episodes, render=render if render > 0 else None
+        )
+        returns = stats.returns_stat
+        log.info(
+            f"Watched {stats.n_collected_episodes} episodes: mean return "
+            f"{returns.mean if returns is not None else float('nan')}"
+        )
+
+
+class ExperimentCollection:
+    """Experiments run together by a launcher, e.g. the seeded runs of one configuration.
+
+    :param experiments: the experiments; their names must differ (they name the directories).
+    """
+
+    def __init__(self, experiments: list[Experiment]) -> None:
+        self.experiments = experiments
+
+    def run(self, launcher: ExpLauncher | RegisteredExpLauncher) -> list[InfoStats | None]:
+        """Run all experiments and return their training results in order.
+
+        :param launcher: runs them (sequentially, with joblib or Ray); a
+            :class:`RegisteredExpLauncher` is turned into its launcher with default settings.
+        """
+        if isinstance(launcher, RegisteredExpLauncher):
+            launcher = launcher.create_launcher()
+        return launcher.launch(experiments=self.experiments)
+
+
+class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
+    """Builds experiments step by step; the subclass per algorithm adds its parameters and
+    network factories. Every ``with_*``/config method returns the builder itself.
+
+    :param env_factory: builds the envs.
+    :param experiment_config: how the experiment runs; None: :class:`ExperimentConfig`
+        defaults.
+    :param training_config: the training hyper-parameters; None: the defaults of the
+        builder's training config class.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: TTrainingConfig | None = None,
+    ) -> None:
+        self._env_factory = env_factory
+        self._experiment_config = (
+            experiment_config if experiment_config is not None else ExperimentConfig()
+        )
+        self._training_config = (
+            training_config if training_config is not None else self._create_training_config()
+        )
+        self._logger_factory: LoggerFactory | None = None
+        self._optim_factory: OptimizerFactoryFactory | None = None
+        self._algorithm_wrapper_factory: AlgorithmWrapperFactory | None = None
+        self._collector_factory: CollectorFactory | None = None
+        self._trainer_callbacks = TrainerCallbacks()
+        self._name: str | None = None
+
+    @abstractmethod
+    def _create_training_config(self) -> TTrainingConfig:
+        """The training config used when none is given."""
+
+    @abstractmethod
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        """The algorithm factory configured by this builder."""
+
+    def experiment_config(self, experiment_config: ExperimentConfig) -> Self:
+        """Set how the experiment runs."""
+        self._experiment_config = experiment_config
+        return self
+
+    def training_config(self, config: TTrainingConfig) -> Self:
+        """Set the training hyper-parameters."""
+        self._training_config = config
+        return self
+
+    def copy(self) -> Self:
+        """An independent (deep) copy, to derive variants of an experiment."""
+        return copy.deepcopy(self)
+
+    def with_logger_factory(self, logger_factory: LoggerFactory) -> Self:
+        """Set the factory of the run's logger (default: TensorBoard)."""
+        self._logger_factory = logger_factory
+        return self
+
+    def with_name(self, name: str) -> Self:
+        """Set the experiment's name, i.e. its directory under ``persistence_base_dir`` (default:
+        the algorithm's name and the time the experiment is built).
+        """
+        self._name = name
+        return self
+
+    def with_optim_default(self, optim_factory: OptimizerFactoryFactory) -> Self:
+        """Set the optimizer used where the algorithm's parameters name none (default: Adam)."""
+        self._optim_factory = optim_factory
+        return self
+
+    def with_algorithm_wrapper_factory(
+        self, algorithm_wrapper_factory: AlgorithmWrapperFactory
+    ) -> Self:
+        """Wrap the algorithm, e.g. with an intrinsic curiosity module."""
+        self._algorithm_wrapper_factory = algorithm_wrapper_factory
+        return self
+
+    def with_collector_factory(self, collector_factory: CollectorFactory) -> Self:
+        """Set the factory of the training and test collectors."""
+        self._collector_factory = collector_factory
+        return self
+
+    def with_epoch_train_callback(self, callback: EpochTrainCallback) -> Self:
+        """Call ``callback`` at the start of each epoch's training phase."""
+        self._trainer_callbacks.epoch_train_callback = callback
+        return self
+
+    def with_epoch_test_callback(self, callback: EpochTestCallback) -> Self:
+        """Call ``callback`` at the start of each test phase."""
+        self._trainer_callbacks.epoch_test_callback = callback
+        return self
+
+    def with_epoch_stop_callback(self, callback: EpochStopCallback) -> Self:
+        """Let ``callback`` decide after each test phase whether training stops early."""
+        self._trainer_callbacks.epoch_stop_callback = callback
+        return self
+
+    def _get_optim_factory(self) -> OptimizerFactoryFactory:
+        if self._optim_factory is None:
+            return OptimizerFactoryFactory.default()
+        return self._optim_factory
+
+    def _default_name(self) -> str:
+        algorithm = type(self).__name__.removesuffix("ExperimentBuilder")
+        return f"{algorithm}_{datetime.now():%Y%m%d-%H%M%S}"
+
+    def build(self) -> Experiment:
+        """The experiment configured so far.
+
+        It is built from a copy of the builder's state, so that changing the builder (or
+        another experiment built from it) later leaves it unaffected.
+        """
+        return self.copy()._build_from_own_state()
+
+    def _build_from_own_state(self) -> Experiment:
+        algorithm_factory = self._create_algorithm_factory()
+        if self._algorithm_wrapper_factory is not None:
+            algorithm_factory.set_policy_wrapper_factory(self._algorithm_wrapper_factory)
+        if self._collector_factory is not None:
+            algorithm_factory.set_collector_factory(self._collector_factory)
+        algorithm_factory.set_trainer_callbacks(self._trainer_callbacks)
+        return Experiment(
+            config=self._experiment_config,
+            env_factory=self._env_factory,
+            algorithm_factory=algorithm_factory,
+            training_config=self._training_config,
+            name=self._name if self._name is not None else self._default_name(),
+            logger_factory=self._logger_factory,
+        )
+
+    def build_seeded_collection(self, num_experiments: int) -> ExperimentCollection:
+        """Experiments differing only in the seed (the configured one, plus 1, plus 2, ...),
+        named ``<name>/seed=<seed>``, so that each writes to its own subdirectory of the
+        directory ``<persistence_base_dir>/<name>``.
+
+        :param num_experiments: the number of seeds.
+        """
+        return self._build_seeded_collection(num_experiments, self._name or self._default_name())
+
+    def _build_seeded_collection(self, num_experiments: int, name: str) -> ExperimentCollection:
+        if num_experiments < 1:
+            raise ValueError(f"num_experiments must be at least 1, got {num_experiments}")
+        experiments = []
+        for i in range(num_experiments):
+            builder = self.copy()
+            builder._experiment_config.seed += i
+            seed = builder._experiment_config.seed
+            builder.with_name(os.path.join(name, Experiment.seeding_info_str_static(seed)))
+            experiments.append(builder.build())
+        return ExperimentCollection(experiments)
+
+    def build_and_run(
+        self,
+        num_experiments: int = 1,
+        launcher: ExpLauncher | None = None,
+        perform_rliable_analysis: bool = True,
+    ) -> ExperimentResult | list[InfoStats | None]:
+        """Build and run one experiment, or a seeded collection of them.
+
+        :param num_experiments: 1 runs a single experiment here and returns its
+            :class:`ExperimentResult`; more run a seeded collection
+            (:meth:`build_seeded_collection`) and return the training results in seed order.
+        :param launcher: runs the collection; None: one after another in this process.
+        :param perform_rliable_analysis: after a collection ran (with persistence enabled),
+            evaluate all seeds with rliable and save the plots (and JSON) into the experiment
+            directory; ignored for a single experiment.
+        """
+        if num_experiments == 1:
+            if launcher is not None:
+                raise ValueError(
+                    "a launcher runs collections of experiments; pass num_experiments > 1 or "
+                    "no launcher"
+                )
+            return self.build().run()
+        name = self._name or self._default_name()
+        collection = self._build_seeded_collection(num_experiments, name)
+        results = collection.run(launcher if launcher is not None else SequentialExpLauncher())
+        if perform_rliable_analysis:
+            self._evaluate_with_rliable(
+                os.path.join(self._experiment_config.persistence_base_dir, name)
+            )
+        return results
+
+    def _evaluate_with_rliable(self, experiment_dir: str) -> None:
+        if not self._experiment_config.persistence_enabled:
+            log.warning("rliable analysis skipped: it reads the logs, but persistence is disabled")
+            return
+        from tianshou.evaluation.rliable_evaluation import load_and_eval_experiment
+
+        log.info(f"Evaluating the runs in {experiment_dir} with rliable")
+        load_and_eval_experiment(experiment_dir, show_plots=False, save_plots=True)
+
+
+class OnPolicyExperimentBuilder(ExperimentBuilder[OnPolicyTrainingConfig], ABC):
+    """Base of the builders of on-policy algorithms (default: :class:`OnPolicyTrainingConfig`)."""
+
+    def _create_training_config(self) -> OnPolicyTrainingConfig:
+        return OnPolicyTrainingConfig()
+
+
+class OffPolicyExperimentBuilder(ExperimentBuilder[OffPolicyTrainingConfig], ABC):
+    """Base of the builders of off-policy algorithms (default: :class:`OffPolicyTrainingConfig`)."""
+
+    def _create_training_config(self) -> OffPolicyTrainingConfig:
+        return OffPolicyTrainingConfig()
+
+
+class ReinforceExperimentBuilder(
+    OnPolicyExperimentBuilder, _BuilderMixinActorFactory_ContinuousGaussian
+):
+    """Builds REINFORCE experiments (continuous or discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OnPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        self._params = ReinforceParams()
+
+    def with_reinforce_params(self, params: ReinforceParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return ReinforceAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_optim_factory(),
+        )
+
+
+class A2CExperimentBuilder(
+    OnPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinSingleCriticCanUseActorFactory,
+):
+    """Builds A2C experiments (continuous or discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OnPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
+        self._params = A2CParams()
+
+    def with_a2c_params(self, params: A2CParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return A2CAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_critic_factory(),
+            self._get_optim_factory(),
+        )
+
+
+class PPOExperimentBuilder(
+    OnPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinSingleCriticCanUseActorFactory,
+):
+    """Builds PPO experiments (continuous or discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OnPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
+        self._params = PPOParams()
+
+    def with_ppo_params(self, params: PPOParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return PPOAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_critic_factory(),
+            self._get_optim_factory(),
+        )
+
+
+class NPGExperimentBuilder(
+    OnPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinSingleCriticCanUseActorFactory,
+):
+    """Builds NPG (natural policy gradient) experiments (continuous or discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OnPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
+        self._params = NPGParams()
+
+    def with_npg_params(self, params: NPGParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return NPGAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_critic_factory(),
+            self._get_optim_factory(),
+        )
+
+
+class TRPOExperimentBuilder(
+    OnPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinSingleCriticCanUseActorFactory,
+):
+    """Builds TRPO experiments (continuous or discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OnPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
+        self._params = TRPOParams()
+
+    def with_trpo_params(self, params: TRPOParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return TRPOAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_critic_factory(),
+            self._get_optim_factory(),
+        )
+
+
+def _default_q_network_factory(
+    hidden_sizes: Sequence[int] = ActorFactoryDefault.DEFAULT_HIDDEN_SIZES,
+    hidden_activation: ModuleType = nn.ReLU,
+) -> ActorFactoryDefault:
+    """An MLP with one output per action, as a Q-network (a discrete actor outputting logits)."""
+    return ActorFactoryDefault(
+        ContinuousActorType.UNSUPPORTED,
+        hidden_sizes,
+        hidden_activation=hidden_activation,
+        discrete_softmax=False,
+    )
+
+
+class _IntermediateModuleFactoryMLP(IntermediateModuleFactory):
+    """An MLP on flattened observations whose last hidden layer is the output (IQN's default
+    body).
+
+    :param hidden_sizes: widths of the layers.
+    :param activation: activation after each layer.
+    """
+
+    def __init__(
+        self,
+        hidden_sizes: Sequence[int] = ActorFactoryDefault.DEFAULT_HIDDEN_SIZES,
+        activation: ModuleType = nn.ReLU,
+    ) -> None:
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+
+    def create_intermediate_module(self, envs: Environments, device: TDevice) -> IntermediateModule:
+        net = Net(
+            state_shape=envs.get_observation_shape(),
+            hidden_sizes=self.hidden_sizes,
+            activation=self.activation,
+        ).to(device)
+        return IntermediateModule(net, net.output_dim)
+
+
+class DQNExperimentBuilder(OffPolicyExperimentBuilder):
+    """Builds DQN experiments (discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        self._params = DQNParams()
+        self._model_factory: ModuleFactory = _default_q_network_factory()
+
+    def with_dqn_params(self, params: DQNParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def with_model_factory(self, module_factory: ModuleFactory) -> Self:
+        """Set the factory of the Q-network (one output per action)."""
+        self._model_factory = module_factory
+        return self
+
+    def with_model_factory_default(
+        self,
+        hidden_sizes: Sequence[int] = ActorFactoryDefault.DEFAULT_HIDDEN_SIZES,
+        hidden_activation: ModuleType = nn.ReLU,
+    ) -> Self:
+        """Use an MLP Q-network.
+
+        :param hidden_sizes: widths of the hidden layers.
+        :param hidden_activation: activation after each hidden layer.
+        """
+        self._model_factory = _default_q_network_factory(hidden_sizes, hidden_activation)
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return DQNAlgorithmFactory(
+            self._params, self._training_config, self._model_factory, self._get_optim_factory()
+        )
+
+
+class IQNExperimentBuilder(OffPolicyExperimentBuilder):
+    """Builds IQN (implicit quantile network) experiments (discrete actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        self._params = IQNParams()
+        self._preprocess_network_factory: IntermediateModuleFactory = (
+            _IntermediateModuleFactoryMLP()
+        )
+
+    def with_iqn_params(self, params: IQNParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def with_preprocess_network_factory(self, module_factory: IntermediateModuleFactory) -> Self:
+        """Set the factory of the network mapping observations to the features that the
+        quantile head (sized by the params' ``hidden_sizes`` and ``num_cosines``) sits on.
+        """
+        self._preprocess_network_factory = module_factory
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        model_factory = ImplicitQuantileNetworkFactory(
+            self._preprocess_network_factory,
+            hidden_sizes=self._params.hidden_sizes,
+            num_cosines=self._params.num_cosines,
+        )
+        return IQNAlgorithmFactory(
+            self._params, self._training_config, model_factory, self._get_optim_factory()
+        )
+
+
+class DDPGExperimentBuilder(
+    OffPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousDeterministic,
+    _BuilderMixinSingleCriticCanUseActorFactory,
+):
+    """Builds DDPG experiments (continuous actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousDeterministic.__init__(self)
+        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
+        self._params = DDPGParams()
+
+    def with_ddpg_params(self, params: DDPGParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return DDPGAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_critic_factory(),
+            self._get_optim_factory(),
+        )
+
+
+class REDQExperimentBuilder(
+    OffPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinCriticEnsembleFactory,
+):
+    """Builds REDQ experiments (continuous actions).
+
+    The default actor is a Gaussian with unbounded mean and observation-dependent standard
+    deviation, as the policy squashes its samples with ``tanh``; pass
+    ``continuous_unbounded=True, continuous_conditioned_sigma=True`` to
+    ``with_actor_factory_default`` to keep them when changing the hidden layers.
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        _BuilderMixinCriticEnsembleFactory.__init__(self)
+        self.with_actor_factory_default(
+            continuous_unbounded=True, continuous_conditioned_sigma=True
+        )
+        self._params = REDQParams()
+
+    def with_redq_params(self, params: REDQParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        return REDQAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            self._get_critic_ensemble_factory(),
+            self._get_optim_factory(),
+        )
+
+
+class SACExperimentBuilder(
+    OffPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousGaussian,
+    _BuilderMixinDualCriticFactory,
+):
+    """Builds SAC experiments (continuous actions).
+
+    The default actor is a Gaussian with unbounded mean and observation-dependent standard
+    deviation, as the policy squashes its samples with ``tanh``; pass
+    ``continuous_unbounded=True, continuous_conditioned_sigma=True`` to
+    ``with_actor_factory_default`` to keep them when changing the hidden layers.
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
+        _BuilderMixinDualCriticFactory.__init__(self, self)
+        self.with_actor_factory_default(
+            continuous_unbounded=True, continuous_conditioned_sigma=True
+        )
+        self._params = SACParams()
+
+    def with_sac_params(self, params: SACParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        critic1_factory, critic2_factory = self._get_critic_factories()
+        return SACAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            critic1_factory,
+            critic2_factory,
+            self._get_optim_factory(),
+        )
+
+
+class DiscreteSACExperimentBuilder(
+    OffPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_DiscreteOnly,
+    _BuilderMixinDualCriticFactory,
+):
+    """Builds discrete SAC experiments (discrete actions; the default actor outputs logits).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_DiscreteOnly.__init__(self, discrete_softmax=False)
+        _BuilderMixinDualCriticFactory.__init__(self, self)
+        self._params = DiscreteSACParams()
+
+    def with_sac_params(self, params: DiscreteSACParams) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        critic1_factory, critic2_factory = self._get_critic_factories()
+        return DiscreteSACAlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            critic1_factory,
+            critic2_factory,
+            self._get_optim_factory(),
+        )
+
+
+class TD3ExperimentBuilder(
+    OffPolicyExperimentBuilder,
+    _BuilderMixinActorFactory_ContinuousDeterministic,
+    _BuilderMixinDualCriticFactory,
+):
+    """Builds TD3 experiments (continuous actions).
+
+    Arguments as in :class:`ExperimentBuilder`.
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        experiment_config: ExperimentConfig | None = None,
+        training_config: OffPolicyTrainingConfig | None = None,
+    ) -> None:
+        super().__init__(env_factory, experiment_config, training_config)
+        _BuilderMixinActorFactory_ContinuousDeterministic.__init__(self)
+        _BuilderMixinDualCriticFactory.__init__(self, self)
+        self._params = TD3Params()
+
+    def with_td3_params(self, params: TD3Params) -> Self:
+        """Set the algorithm's parameters."""
+        self._params = params
+        return self
+
+    def _create_algorithm_factory(self) -> AlgorithmFactory:
+        critic1_factory, critic2_factory = self._get_critic_factories()
+        return TD3AlgorithmFactory(
+            self._params,
+            self._training_config,
+            self._get_actor_factory(),
+            critic1_factory,
+            critic2_factory,
+            self._get_optim_factory(),
+        )

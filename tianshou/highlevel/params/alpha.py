@@ -1,0 +1,80 @@
+"""Factories of SAC's learned entropy coefficient (for SAC, DiscreteSAC and REDQ), which need
+the environments to set the target entropy.
+
+>>> factory = AutoAlphaFactoryDefault(lr=3e-4)  # target entropy -action_dim or 0.98 log(n)
+"""
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from tianshou.algorithm.modelfree.sac import AutoAlpha
+from tianshou.highlevel.env import Environments
+from tianshou.highlevel.module.core import TDevice
+from tianshou.highlevel.params.optim import OptimizerFactoryFactory
+from tianshou.utils.string import ToStringMixin
+
+DEFAULT_TARGET_ENTROPY_COEFFICIENT_CONTINUOUS = -1.0
+"""Target entropy ``-action_dim`` for continuous actions (Haarnoja et al. 2018, "Soft
+Actor-Critic Algorithms and Applications")."""
+DEFAULT_TARGET_ENTROPY_COEFFICIENT_DISCRETE = 0.98
+"""Target entropy ``0.98 * log(num_actions)``, just below the maximum entropy of a categorical
+distribution (Christodoulou 2019, "Soft Actor-Critic for Discrete Action Settings")."""
+
+
+class AutoAlphaFactory(ToStringMixin, ABC):
+    """Creates a learned entropy coefficient for given environments."""
+
+    @abstractmethod
+    def create_auto_alpha(self, envs: Environments, device: TDevice) -> AutoAlpha:
+        """The coefficient, to be passed as ``alpha`` to SAC, DiscreteSAC or REDQ.
+
+        :param envs: the environments; their action space sets the target entropy.
+        :param device: where the coefficient's parameter lives (the algorithm's device).
+        """
+
+
+class AutoAlphaFactoryDefault(AutoAlphaFactory):
+    """An :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha` tracking a target entropy.
+
+    The target entropy is ``target_entropy_coefficient * action_dim`` for continuous actions and
+    ``target_entropy_coefficient * log(num_actions)`` for discrete ones.
+
+    :param lr: learning rate of ``log(alpha)``.
+    :param target_entropy_coefficient: the factor of the target entropy; None uses -1.0 for
+        continuous and 0.98 for discrete actions (a negative factor makes the discrete target
+        negative, below any categorical entropy, so alpha would only shrink).
+    :param log_alpha: initial ``log(alpha)`` (0: alpha starts at 1).
+    :param optim: the optimizer of ``log(alpha)``; None: Adam.
+    """
+
+    def __init__(
+        self,
+        lr: float = 3e-4,
+        target_entropy_coefficient: float | None = None,
+        log_alpha: float = 0.0,
+        optim: OptimizerFactoryFactory | None = None,
+    ) -> None:
+        self.lr = lr
+        self.target_entropy_coefficient = target_entropy_coefficient
+        self.log_alpha = log_alpha
+        self.optim = optim
+
+    def _target_entropy(self, envs: Environments) -> float:
+        coefficient = self.target_entropy_coefficient
+        if envs.get_type().is_discrete():
+            if coefficient is None:
+                coefficient = DEFAULT_TARGET_ENTROPY_COEFFICIENT_DISCRETE
+            return coefficient * float(np.log(int(envs.get_action_shape())))  # type: ignore[arg-type]
+        if coefficient is None:
+            coefficient = DEFAULT_TARGET_ENTROPY_COEFFICIENT_CONTINUOUS
+        return coefficient * float(np.prod(envs.get_action_shape()))
+
+    def create_auto_alpha(self, envs: Environments, device: TDevice) -> AutoAlpha:
+        optim = self.optim if self.optim is not None else OptimizerFactoryFactory.default()
+        alpha = AutoAlpha(
+            target_entropy=self._target_entropy(envs),
+            log_alpha=self.log_alpha,
+            optim=optim.create_optimizer_factory(self.lr),
+        )
+        return alpha.to(device)
