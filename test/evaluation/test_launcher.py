@@ -233,13 +233,13 @@ def test_ray_launcher_starts_a_small_local_instance_or_joins_a_cluster(
     assert len(calls) == 3
 
 
-def test_real_dqn_seeds_give_the_same_results_with_both_launchers(tmp_path: Path) -> None:
-    from tianshou.evaluation.rliable_evaluation import MultiRunExperimentResult
+def tiny_dqn_builder(tmp_path: Path) -> Any:
+    """A DQN CartPole experiment builder small enough to run twice in a few seconds."""
     from tianshou.highlevel.config import OffPolicyTrainingConfig
     from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
     from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig
 
-    builder = DQNExperimentBuilder(
+    return DQNExperimentBuilder(
         EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY),
         ExperimentConfig(persistence_base_dir=str(tmp_path), watch=False, device="cpu"),
         OffPolicyTrainingConfig(
@@ -252,6 +252,12 @@ def test_real_dqn_seeds_give_the_same_results_with_both_launchers(tmp_path: Path
             batch_size=16,
         ),
     ).with_model_factory_default(hidden_sizes=(16,))
+
+
+def test_real_dqn_seeds_give_the_same_results_with_both_launchers(tmp_path: Path) -> None:
+    from tianshou.evaluation.rliable_evaluation import MultiRunExperimentResult
+
+    builder = tiny_dqn_builder(tmp_path)
     launchers = {
         "sequential": SequentialExpLauncher(),
         "joblib": JoblibExpLauncher(JoblibConfig(n_jobs=2, verbose=0)),
@@ -268,3 +274,18 @@ def test_real_dqn_seeds_give_the_same_results_with_both_launchers(tmp_path: Path
     assert best["sequential"][0] != best["sequential"][1], "the two seeds differ"
     sequence = MultiRunExperimentResult.load_from_disk(str(tmp_path / "joblib"))
     assert [entry.env_step for entry in sequence.to_evaluation_sequence()] == [0, 100]
+
+
+def test_real_dqn_seeds_through_ray_match_the_sequential_runs_and_are_evaluated(
+    local_ray: Any, tmp_path: Path
+) -> None:
+    builder = tiny_dqn_builder(tmp_path)
+    sequential = builder.with_name("sequential").build_and_run(2, SequentialExpLauncher())
+    on_ray = builder.with_name("ray").build_and_run(2, RayExpLauncher())
+    assert [r.best_reward for r in on_ray] == [r.best_reward for r in sequential]
+    assert sorted(p.name for p in (tmp_path / "ray").iterdir() if p.is_dir()) == [
+        "seed=42",
+        "seed=43",
+    ]
+    plots = sorted(p.name for p in (tmp_path / "ray").iterdir() if p.suffix == ".png")
+    assert plots == ["test_iqm_sample_efficiency.png", "test_performance_profile.png"]
