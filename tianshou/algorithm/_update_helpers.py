@@ -49,9 +49,10 @@ def finite_loss_values(context: str, **losses: torch.Tensor) -> list[float]:
 
 def _as_floats(losses: list[torch.Tensor]) -> list[float]:
     """The one-element ``losses`` as Python floats, read with a single device sync."""
-    if len(losses) == 1:
-        return [float(losses[0].item())]
     device = losses[0].device
+    if len(losses) == 1 or device.type == "cpu":
+        # host tensors need no sync: one ``item`` each is cheaper than stacking them
+        return [float(loss.item()) for loss in losses]
     detached = [loss.detach().reshape(()).to(device=device, dtype=torch.float64) for loss in losses]
     values: list[float] = torch.stack(detached).tolist()
     return values

@@ -14,7 +14,11 @@ import torch
 from torch import nn
 
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
-from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy, QLearningOffPolicyAlgorithm
+from tianshou.algorithm.modelfree.dqn import (
+    DiscreteQLearningPolicy,
+    QLearningOffPolicyAlgorithm,
+    batch_rows,
+)
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
@@ -154,7 +158,7 @@ class C51(QLearningOffPolicyAlgorithm[TC51Policy], Generic[TC51Policy]):
         if self.model_old is not None:
             probs = self.policy._model_output(obs_batch, model=self.model_old)[0]
         act = q_values.argmax(dim=1)
-        return probs[torch.arange(len(act), device=probs.device), act]
+        return probs[batch_rows(len(act), probs.device), act]
 
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
         """Attach ``returns``, the target atoms ``(B, num_atoms)``, and ``target_dist``, the
@@ -180,9 +184,9 @@ class C51(QLearningOffPolicyAlgorithm[TC51Policy], Generic[TC51Policy]):
         """One gradient step on the (importance-weighted) cross-entropy to ``batch.target_dist``;
         stores the per-sample cross-entropies in ``batch.weight`` as new priorities."""
         self._periodically_update_lagged_network_weights()
-        probs = self.policy.evaluate(batch)[0]
+        probs = self.policy._model_output(batch)[0]  # the taken actions need no Q-values
         act = torch.as_tensor(batch.act, device=probs.device, dtype=torch.long).reshape(-1)
-        curr_dist = probs[torch.arange(len(act), device=probs.device), act]
+        curr_dist = probs[batch_rows(len(act), probs.device), act]
         target_dist = torch.as_tensor(batch.target_dist, device=probs.device, dtype=probs.dtype)
         cross_entropy = -(target_dist * torch.log(curr_dist + 1e-8)).sum(1)
         weight = batch.__dict__.get("weight")

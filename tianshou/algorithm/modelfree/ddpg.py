@@ -196,7 +196,7 @@ class ActorCriticOffPolicyAlgorithm(
         def target_q(buf: ReplayBuffer, target_indices: np.ndarray) -> torch.Tensor:
             # with one step the bootstrap rows are the sampled rows: reuse their obs_next
             same_rows = target_indices is indices or np.array_equal(target_indices, indices)
-            obs_next = sampled_obs_next if same_rows else buf[target_indices].obs_next
+            obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
             obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
             with torch.no_grad():
                 act_batch = self._target_q_compute_action(obs_batch)

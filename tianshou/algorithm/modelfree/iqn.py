@@ -84,6 +84,18 @@ class IQNPolicy(QRDQNPolicy):
         :return: a Batch with ``logits`` (quantiles ``(B, n_actions, N)``), ``act`` (numpy),
             ``state`` and ``taus`` (the sampled fractions ``(B, N)``).
         """
+        logits, taus, hidden, mask = self._quantiles(batch, state, model)
+        act = self.compute_q_value(logits, mask).argmax(dim=1)
+        return Batch._from_parsed_dict(
+            {"logits": logits, "act": to_numpy(act), "state": hidden, "taus": taus}
+        )
+
+    def _quantiles(
+        self, batch: Batch, state: PolicyState = None, model: torch.nn.Module | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, PolicyState, np.ndarray | None]:
+        """Run the model at freshly sampled fractions: ``(quantiles (B, n_actions, N), taus,
+        next hidden state, legal-action mask)``, without choosing actions (the update's current
+        and target quantiles need no greedy action)."""
         if model is not None:
             sample_size = self.target_sample_size
         elif self.training:
@@ -97,10 +109,7 @@ class IQNPolicy(QRDQNPolicy):
         (logits, taus), hidden = (model or self.model)(
             obs, sample_size=sample_size, state=state, info=batch.get("info")
         )
-        act = self.compute_q_value(logits, mask).argmax(dim=1)
-        return Batch._from_parsed_dict(
-            {"logits": logits, "act": to_numpy(act), "state": hidden, "taus": taus}
-        )
+        return logits, taus, hidden, mask
 
 
 class IQN(QRDQN[IQNPolicy]):
@@ -140,15 +149,16 @@ class IQN(QRDQN[IQNPolicy]):
         """Target quantiles ``(B, target_sample_size)`` at the online policy's greedy next action,
         each network at its own freshly sampled fractions."""
         obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
-        online = self.policy(obs_batch)
+        online, _, _, mask = self.policy._quantiles(obs_batch)
+        next_act = self.policy.compute_q_value(online, mask).argmax(dim=1)
         if self.model_old is None:
-            next_quantiles = online.logits
+            next_quantiles = online
         else:
-            next_quantiles = self.policy(obs_batch, model=self.model_old).logits
-        return quantiles_of_actions(next_quantiles, online.act)
+            next_quantiles = self.policy._quantiles(obs_batch, model=self.model_old)[0]
+        return quantiles_of_actions(next_quantiles, next_act)
 
     def _current_quantiles(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The quantiles ``(B, N)`` of the taken actions at freshly sampled fractions ``taus``;
         the update's loss is QR-DQN's with these fractions."""
-        out = self.policy(batch)
-        return quantiles_of_actions(out.logits, batch.act), out.taus
+        quantiles, taus, _, _ = self.policy._quantiles(batch)
+        return quantiles_of_actions(quantiles, batch.act), taus

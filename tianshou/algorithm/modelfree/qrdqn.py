@@ -13,7 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
-from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy, QLearningOffPolicyAlgorithm
+from tianshou.algorithm.modelfree.dqn import (
+    DiscreteQLearningPolicy,
+    QLearningOffPolicyAlgorithm,
+    batch_rows,
+)
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 
@@ -56,7 +60,7 @@ def quantile_huber_loss(
 def quantiles_of_actions(quantiles_BAN: torch.Tensor, act: Any) -> torch.Tensor:
     """The quantiles ``(B, N)`` of the given actions from per-action quantiles ``(B, A, N)``."""
     index = torch.as_tensor(act, device=quantiles_BAN.device, dtype=torch.long).reshape(-1)
-    return quantiles_BAN[torch.arange(len(index), device=index.device), index]
+    return quantiles_BAN[batch_rows(len(index), index.device), index]
 
 
 def weighted_mean(loss_B: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -133,8 +137,10 @@ class QRDQN(QLearningOffPolicyAlgorithm[TQRDQNPolicy], Generic[TQRDQNPolicy]):
         return quantiles_of_actions(next_quantiles, q_values.argmax(dim=1))
 
     def _current_quantiles(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """The model's quantiles ``(B, N)`` of the taken actions, and their fractions."""
-        return quantiles_of_actions(self.policy.evaluate(batch)[0], batch.act), self.tau_hat
+        """The model's quantiles ``(B, N)`` of the taken actions, and their fractions (the raw
+        model output suffices: no Q-values are needed to pick the taken actions)."""
+        quantiles = self.policy._model_output(batch)[0]
+        return quantiles_of_actions(quantiles, batch.act), self.tau_hat
 
     def _update_with_batch(self, batch: Batch) -> SimpleLossTrainingStats:
         """One gradient step on the quantile Huber loss; stores each sample's error in

@@ -257,10 +257,11 @@ class AutoAlpha(nn.Module, Alpha):
 
     def _loss(self, entropy: torch.Tensor) -> torch.Tensor:
         # the loss is linear in log_alpha, so its gradient is set directly (no autograd pass)
-        deficit = (self._target_entropy - entropy.detach()).mean()
-        loss = -(self._log_alpha.detach() * deficit)
-        self._optim.zero_grad()
-        self._log_alpha.grad = -deficit.to(self._log_alpha).reshape(self._log_alpha.shape)
+        # d loss / d log_alpha = mean(entropy - target), the negated entropy deficit; assigning
+        # it replaces the previous gradient, so no zero_grad call is needed
+        grad = (entropy.detach() - self._target_entropy).mean().to(self._log_alpha)
+        loss = self._log_alpha.detach() * grad
+        self._log_alpha.grad = grad
         self._optim.step()
         return loss
 

@@ -208,13 +208,14 @@ class MLP(InputDeviceMixin, ModuleWithVectorOutput):
         self._refresh_input_device()
 
     def forward(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        obs = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
+        x = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
         try:
-            if self.flatten_input:
-                obs = obs.flatten(1)
-            return self.model(obs)
+            # a (batch, features) input is already flat: skip the no-op flatten's dispatch
+            if self.flatten_input and x.ndim != 2:
+                x = x.flatten(1)
+            return self.model(x)
         except (RuntimeError, IndexError):
-            self._check_input_shape(tuple(obs.shape))
+            self._check_input_shape(tuple(x.shape))
             raise
 
     def _check_input_shape(self, shape: tuple[int, ...]) -> None:
