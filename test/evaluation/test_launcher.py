@@ -176,6 +176,8 @@ def test_pack_and_unpack_directory(tmp_path: Path) -> None:
 def local_ray() -> Any:
     import ray
 
+    if ray.is_initialized():  # e.g. left running by a RayVectorEnv test in this worker
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
