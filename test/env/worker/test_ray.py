@@ -27,6 +27,8 @@ def local_ray() -> Iterator[None]:
 
     # Ray's worker processes may not have the repository on sys.path: ship the toy envs by value.
     cloudpickle.register_pickle_by_value(toy_envs)
+    if ray.is_initialized():  # e.g. left running by a RayVectorEnv test in this worker
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
