@@ -34,19 +34,30 @@ def project_onto_support(
     support point gives it all its mass), i.e. support atom ``i`` receives
     ``sum_j clamp(1 - |Tz_j - z_i| / delta_z, 0, 1) * p_j``.
 
+    Only the two neighbours of each target atom receive mass, so the sum is computed as two
+    scatter-adds at the atom's fractional position on the support, in ``O(B * N)`` time and
+    memory instead of the ``(B, N, N)`` weight tensor of the formula above. A NaN target atom
+    makes its row NaN (it is not silently dropped).
+
     :param target_atoms_BN: the target returns ``r + gamma^n * z`` of each sample, ``(B, N)``.
     :param probs_BN: their probabilities, ``(B, N)``.
     :param support_N: the evenly spaced support ``z``, ``(N,)``.
     :return: the projected probabilities, ``(B, N)``.
     """
-    delta_z = support_N[1] - support_N[0]
-    clipped_BN = target_atoms_BN.clamp(support_N[0], support_N[-1])
-    # weight_BIJ: share of target atom j that lands on support atom i. The (B, N, N) tensor is
-    # the projection's main cost, so it is allocated once and transformed in place: -x + 1 is
-    # 1 - x exactly, and autograd still differentiates it as the out-of-place formula.
-    weight_BIJ = (clipped_BN.unsqueeze(1) - support_N.view(1, -1, 1)).abs_().div_(delta_z)
-    weight_BIJ.neg_().add_(1).clamp_(0, 1)
-    return weight_BIJ.mul_(probs_BN.unsqueeze(1)).sum(-1)
+    probs_BN = probs_BN.to(torch.promote_types(probs_BN.dtype, target_atoms_BN.dtype))
+    last = support_N.numel() - 1
+    v_min, v_max = support_N[0], support_N[-1]
+    # fractional index of each clipped target atom on the support, in [0, last]
+    position_BN = (target_atoms_BN.clamp(v_min, v_max) - v_min).mul_(last / (v_max - v_min))
+    lower_BN = position_BN.detach().nan_to_num(0.0).floor_()
+    upper_share_BN = position_BN - lower_BN
+    upper_mass_BN = probs_BN * upper_share_BN
+    lower_index_BN = lower_BN.long()
+    projected_BN = probs_BN.new_zeros(len(probs_BN), last + 1)
+    projected_BN.scatter_add_(1, lower_index_BN, probs_BN - upper_mass_BN)
+    # an atom at v_max has no upper neighbour; its upper share is 0, so clamping adds nothing
+    projected_BN.scatter_add_(1, (lower_index_BN + 1).clamp_(max=last), upper_mass_BN)
+    return projected_BN
 
 
 class C51Policy(DiscreteQLearningPolicy):

@@ -13,6 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
+from tianshou.algorithm.modelfree._quantile_huber_kernel import (
+    can_fuse,
+    fused_quantile_huber_loss,
+)
 from tianshou.algorithm.modelfree.dqn import (
     DiscreteQLearningPolicy,
     QLearningOffPolicyAlgorithm,
@@ -44,11 +48,15 @@ def quantile_huber_loss(
             f"quantiles {tuple(quantiles_BN.shape)} and targets {tuple(target_BM.shape)} must be "
             "(batch, N) and (batch, M) with the same batch size"
         )
+    target_BM = target_BM.detach().to(quantiles_BN.dtype)
+    taus_TN = taus.reshape(-1, quantiles_BN.shape[1]).to(quantiles_BN.dtype)
+    if can_fuse(quantiles_BN, target_BM, taus_TN):
+        return fused_quantile_huber_loss(quantiles_BN, target_BM, taus_TN)
     current_BNM, target_BNM = torch.broadcast_tensors(
-        quantiles_BN.unsqueeze(2), target_BM.detach().to(quantiles_BN.dtype).unsqueeze(1)
+        quantiles_BN.unsqueeze(2), target_BM.unsqueeze(1)
     )
     huber_BNM = F.huber_loss(current_BNM, target_BNM, reduction="none", delta=1.0)
-    taus_1N1 = taus.reshape(-1, quantiles_BN.shape[1], 1).to(quantiles_BN.dtype)
+    taus_1N1 = taus_TN.unsqueeze(2)
     # |tau - 1{u < 0}| for u = target - current: one select instead of a cast, subtraction and
     # absolute value over the whole (B, N, M) tensor
     below_BNM = target_BNM < current_BNM.detach()
