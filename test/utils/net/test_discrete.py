@@ -90,6 +90,20 @@ def test_cosine_embedding_matches_hand_computed_values() -> None:
     )
 
 
+def test_cosine_embedding_state_holds_only_weights_and_follows_the_dtype() -> None:
+    embed = CosineEmbeddingNetwork(num_cosines=4, embedding_dim=3)
+    assert set(embed.state_dict()) == {"net.0.weight", "net.0.bias"}
+    taus = torch.rand(2, 5, dtype=torch.float64)
+    out = embed.double()(taus)
+    assert out.dtype == torch.float64
+    want = torch.relu(
+        torch.cos(taus.unsqueeze(-1) * torch.pi * torch.arange(1.0, 5.0, dtype=torch.float64))
+        @ embed.net[0].weight.T
+        + embed.net[0].bias
+    )
+    torch.testing.assert_close(out, want)
+
+
 def test_implicit_quantile_network_shapes_and_gradients() -> None:
     body = Net(state_shape=4, hidden_sizes=[16])
     iqn = ImplicitQuantileNetwork(

@@ -190,18 +190,21 @@ class CosineEmbeddingNetwork(nn.Module):
         it is multiplied with.
     """
 
+    frequencies: torch.Tensor
+
     def __init__(self, num_cosines: int, embedding_dim: int) -> None:
         super().__init__()
         self.net = nn.Sequential(nn.Linear(num_cosines, embedding_dim), nn.ReLU())
         self.num_cosines = num_cosines
         self.embedding_dim = embedding_dim
+        # pi * i, i = 1..n: built once and moved with the module, not rebuilt on every call; not
+        # persistent, so state dicts hold only the linear layer's weights
+        frequencies = torch.arange(1, num_cosines + 1, dtype=torch.float32) * np.pi
+        self.register_buffer("frequencies", frequencies, persistent=False)
 
     def forward(self, taus: torch.Tensor) -> torch.Tensor:
         """Map fractions of shape ``(batch, N)`` to embeddings ``(batch, N, embedding_dim)``."""
-        frequencies = torch.arange(
-            1, self.num_cosines + 1, device=taus.device, dtype=taus.dtype
-        ).mul_(np.pi)
-        cosines_BNC = torch.cos(taus.unsqueeze(-1) * frequencies)
+        cosines_BNC = torch.cos(taus.unsqueeze(-1) * self.frequencies.to(taus.dtype))
         return self.net(cosines_BNC)
 
 
