@@ -92,3 +92,16 @@ def test_fraction_gradients_still_flow_through_the_torch_operations() -> None:
     loss, _ = quantile_huber_loss(torch.zeros(2, 3), torch.tensor([[1.0], [-2.0]]), taus)
     loss.sum().backward()
     assert taus.grad is not None and taus.grad.abs().sum() > 0
+
+
+def test_strided_inputs_give_the_same_loss_as_contiguous_ones() -> None:
+    generator = torch.Generator().manual_seed(3)
+    wide = torch.randn(4, 10, generator=generator, requires_grad=True)
+    targets = torch.randn(6, 4, generator=generator).T  # a transposed (4, 6) view
+    taus = torch.rand(1, 10, generator=generator)[:, ::2]
+    loss, priority = fused_quantile_huber_loss(wide[:, ::2], targets, taus)
+    want_loss, want_priority, _ = torch_path(wide[:, ::2].contiguous(), targets.contiguous(), taus)
+    torch.testing.assert_close(loss.detach(), want_loss)
+    torch.testing.assert_close(priority, want_priority)
+    loss.sum().backward()
+    assert wide.grad is not None and wide.grad[:, 1::2].abs().sum() == 0

@@ -119,10 +119,11 @@ class FusedQuantileHuberLoss(torch.autograd.Function):
         loss_B = quantiles_BN.new_empty(num_samples)
         priority_B = quantiles_BN.new_empty(num_samples)
         grad_BN = torch.empty_like(quantiles_BN, memory_format=torch.contiguous_format)
+        # contiguous inputs: one compiled specialisation per dtype, not one per stride layout
         _kernel()(
-            quantiles_BN.detach().numpy(),
-            target_BM.numpy(),
-            taus_TN.numpy(),
+            quantiles_BN.detach().contiguous().numpy(),
+            target_BM.contiguous().numpy(),
+            taus_TN.contiguous().numpy(),
             loss_B.numpy(),
             priority_B.numpy(),
             grad_BN.numpy(),
