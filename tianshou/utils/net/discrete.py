@@ -157,8 +157,9 @@ class NoisyLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.training:
-            weight = self.mu_W + self.sigma_W * torch.outer(self.eps_q, self.eps_p)
-            bias = self.mu_bias + self.sigma_bias * self.eps_q
+            # mu + sigma * noise, each as one fused kernel (and one autograd node)
+            weight = torch.addcmul(self.mu_W, self.sigma_W, torch.outer(self.eps_q, self.eps_p))
+            bias = torch.addcmul(self.mu_bias, self.sigma_bias, self.eps_q)
         else:
             weight, bias = self.mu_W, self.mu_bias
         return F.linear(x, weight, bias)
