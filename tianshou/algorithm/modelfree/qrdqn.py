@@ -36,6 +36,10 @@ def quantile_huber_loss(
     over the targets ``j`` and averaged over the quantiles ``i`` (as in the published library and
     the reference implementation of the paper's authors).
 
+    On the CPU the loss runs as one fused pass over the pairs (see
+    :mod:`~tianshou.algorithm.modelfree._quantile_huber_kernel`) when only the quantiles need a
+    gradient; elsewhere it is computed with torch operations. Both agree up to float rounding.
+
     :param quantiles_BN: predicted quantiles of the taken actions, shape ``(B, N)``.
     :param target_BM: target return samples, shape ``(B, M)``; no gradient flows into them.
     :param taus: the fractions of the predicted quantiles, ``(N,)``, ``(1, N)`` or ``(B, N)``.
