@@ -25,18 +25,7 @@ import torch
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.utils.converter import to_numpy, to_torch_as
-
-_compiled: dict[str, Callable[..., Any]] = {}
-
-
-def _jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The numba-compiled version of the loop function ``fn``, compiled once and cached on disk."""
-    compiled = _compiled.get(fn.__name__)
-    if compiled is None:
-        import numba
-
-        compiled = _compiled[fn.__name__] = numba.njit(cache=True, nogil=True)(fn)
-    return compiled
+from tianshou.utils.lazy_jit import compiled
 
 
 def _gae_kernel(
@@ -100,7 +89,7 @@ def gae_return(
     rew64 = _as_float64_vector("rew", rew, length)
     out = np.empty(length, dtype=np.float64)
     if length:
-        _jit(_gae_kernel)(
+        compiled(_gae_kernel)(
             _as_float64_vector("v_s", v_s, length),
             _as_float64_vector("v_s_", v_s_, length),
             rew64,
@@ -121,7 +110,7 @@ def episode_mc_return_to_go(rewards: np.ndarray, gamma: float = 0.99) -> np.ndar
     rew64 = np.ascontiguousarray(rewards, dtype=np.float64).reshape(-1)
     out = np.empty_like(rew64)
     if len(rew64):
-        _jit(_return_to_go_kernel)(rew64, float(gamma), out)
+        compiled(_return_to_go_kernel)(rew64, float(gamma), out)
     return out
 
 

@@ -14,14 +14,13 @@ gradient; :func:`~tianshou.algorithm.modelfree.qrdqn.quantile_huber_loss` falls 
 operations otherwise (e.g. on a GPU).
 """
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-_compiled: list[Callable[..., Any]] = []
+from tianshou.utils.lazy_jit import compiled
 
 _HOST_FLOATS = (torch.float32, torch.float64)
 
@@ -76,20 +75,9 @@ def _pairwise_quantile_huber(
         priority_out[b] = priority_sum / num_quantiles
 
 
-def _kernel() -> Callable[..., Any]:
-    """The compiled kernel (compiled once, cached on disk).
-
-    Only the inner sums may be reassociated (so they vectorise); NaN and infinity keep their
-    IEEE meaning, so a broken target still gives a NaN loss.
-    """
-    if not _compiled:
-        import numba
-
-        fastmath = {"reassoc", "contract", "nsz", "arcp"}
-        _compiled.append(
-            numba.njit(cache=True, nogil=True, fastmath=fastmath)(_pairwise_quantile_huber)
-        )
-    return _compiled[0]
+# Only the inner sums may be reassociated (so they vectorise); NaN and infinity keep their IEEE
+# meaning, so a broken target still gives a NaN loss.
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
 def can_fuse(quantiles_BN: torch.Tensor, target_BM: torch.Tensor, taus_TN: torch.Tensor) -> bool:
@@ -120,7 +108,7 @@ class FusedQuantileHuberLoss(torch.autograd.Function):
         priority_B = quantiles_BN.new_empty(num_samples)
         grad_BN = torch.empty_like(quantiles_BN, memory_format=torch.contiguous_format)
         # contiguous inputs: one compiled specialisation per dtype, not one per stride layout
-        _kernel()(
+        compiled(_pairwise_quantile_huber, fastmath=_FASTMATH)(
             quantiles_BN.detach().contiguous().numpy(),
             target_BM.contiguous().numpy(),
             taus_TN.contiguous().numpy(),
