@@ -16,7 +16,8 @@ priorities ``(|cross-entropy| + eps) ** alpha`` back, as the library's prioritiz
 
 Shapes (CartPole-v1 for the first five, Hopper-v5's observation and three action dimensions
 for BDQN): two hidden layers of 128 units (IQN and FQF: a 128-unit body and a 128-unit head),
-batch 64, gamma 0.9, 3-step returns (BDQN: 1 step), target copy every 320 updates.
+batch 64, gamma 0.9, 3-step returns (BDQN: 1 step), target copy every 320 updates. BDQN's width
+and batch size are parameters, so that it can also be measured at SAC's sizes.
 """
 
 import copy
@@ -169,13 +170,16 @@ class BareQLearner:
     ``idx``); :meth:`update` is one gradient step on a uniformly sampled minibatch.
     """
 
-    def __init__(self, net: nn.Module, data: Transitions, n_step: int = N_STEP) -> None:
+    def __init__(
+        self, net: nn.Module, data: Transitions, n_step: int = N_STEP, batch_size: int = BATCH
+    ) -> None:
         self.net = net
         self.target = copy.deepcopy(net).eval().requires_grad_(False)
         self.optim = adam(net)
         self.replay = Replay(data, GAMMA, n_step)
         self.iterations = 0
-        self.batch_rows = torch.arange(BATCH)
+        self.batch_size = batch_size
+        self.batch_rows = torch.arange(batch_size)
 
     def copy_target_periodically(self) -> None:
         if self.iterations % TARGET_UPDATE_FREQ == 0:
@@ -185,7 +189,7 @@ class BareQLearner:
         self.iterations += 1
 
     def sample(self) -> torch.Tensor:
-        return torch.randint(0, len(self.replay), (BATCH,))
+        return torch.randint(0, len(self.replay), (self.batch_size,))
 
     def loss(self, idx: torch.Tensor) -> torch.Tensor:
         """The scalar loss of the rows ``idx``, computing their targets first."""
@@ -287,7 +291,7 @@ class BareRainbow(BareC51):
         return net(obs).softmax(-1)
 
     def sample(self) -> torch.Tensor:
-        return torch.multinomial(self.priorities, BATCH, replacement=True)
+        return torch.multinomial(self.priorities, self.batch_size, replacement=True)
 
     def loss(self, idx: torch.Tensor) -> torch.Tensor:
         for net in (self.net, self.target):
@@ -438,14 +442,15 @@ class BareFQF(BareQLearner):
 
 
 class BranchingNet(nn.Module):
-    """Shared body, one value stream and one advantage stream per branch."""
+    """Shared body (two layers of ``hidden`` units), one value stream and one advantage stream
+    per branch (one hidden layer of ``hidden`` units each)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hidden: int = HIDDEN) -> None:
         super().__init__()
-        self.common = mlp(BDQN_OBS_DIM, HIDDEN, HIDDEN, last_activation=True)
-        self.value = mlp(HIDDEN, HIDDEN, 1)
+        self.common = mlp(BDQN_OBS_DIM, hidden, hidden, last_activation=True)
+        self.value = mlp(hidden, hidden, 1)
         self.branches = nn.ModuleList(
-            mlp(HIDDEN, HIDDEN, ACTION_PER_BRANCH) for _ in range(NUM_BRANCHES)
+            mlp(hidden, hidden, ACTION_PER_BRANCH) for _ in range(NUM_BRANCHES)
         )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -457,8 +462,8 @@ class BranchingNet(nn.Module):
 class BareBDQN(BareQLearner):
     """BDQN with double Q-learning: every branch regresses onto one shared one-step target."""
 
-    def __init__(self, data: Transitions) -> None:
-        super().__init__(BranchingNet(), data, n_step=1)
+    def __init__(self, data: Transitions, hidden: int = HIDDEN, batch_size: int = BATCH) -> None:
+        super().__init__(BranchingNet(hidden), data, n_step=1, batch_size=batch_size)
 
     def loss(self, idx: torch.Tensor) -> torch.Tensor:
         replay = self.replay

@@ -5,7 +5,8 @@ of ``benchmark/bare_qlearning.py`` are built with the same networks and hyper-pa
 the same transitions (a ``VectorReplayBuffer`` of 8 sub-buffers for the library, Rainbow's
 prioritized; preallocated tensors for the bare loop). Their update rates are measured alternately
 on one thread, best of several rounds, and printed as one JSON line per algorithm with the ratio
-(target: at least 0.9, as SAC reaches in ``benchmark/train.py``)::
+(target: at least 0.9, as SAC reaches in ``benchmark/train.py``). BDQN is measured twice: at
+128x128 and batch 64 (``bdqn``) and at SAC's sizes, 256x256 and batch 256 (``bdqn_256``)::
 
     python -m benchmark.update_rate_qlearning [--algorithms c51 iqn] [--rounds 5] [--clock wall]
 
@@ -15,6 +16,7 @@ not (``--clock wall`` measures wall-clock time, as ``benchmark/train.py`` does f
 """
 
 import argparse
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -137,14 +139,14 @@ def library_fqf() -> FQF:
     )
 
 
-def library_bdqn() -> BDQN:
+def library_bdqn(hidden: int = bare.HIDDEN) -> BDQN:
     net = BranchingNet(
         state_shape=bare.BDQN_OBS_DIM,
         num_branches=bare.NUM_BRANCHES,
         action_per_branch=bare.ACTION_PER_BRANCH,
-        common_hidden_sizes=HIDDEN2,
-        value_hidden_sizes=[bare.HIDDEN],
-        action_hidden_sizes=[bare.HIDDEN],
+        common_hidden_sizes=[hidden, hidden],
+        value_hidden_sizes=[hidden],
+        action_hidden_sizes=[hidden],
     )
     return BDQN(
         policy=BDQNPolicy(model=net, action_space=BRANCHED),
@@ -155,6 +157,17 @@ def library_bdqn() -> BDQN:
 
 
 CARTPOLE = "CartPole-v1 obs 4, 2 actions, batch 64, 3-step returns, hidden 128x128"
+HOPPER_BRANCHES = "Hopper-v5 obs 11, 3 branches x 25 values"
+BDQN_DATA: dict[str, Any] = {
+    "obs_dim": bare.BDQN_OBS_DIM,
+    "act_shape": (bare.NUM_BRANCHES,),
+    "num_values": bare.ACTION_PER_BRANCH,
+}
+# SAC's benchmark sizes (``benchmark/train.py``), at which ``bdqn_256`` measures BDQN as well:
+# at 128x128 and batch 64 its three forward passes of five MLPs each are short enough for the
+# library's fixed per-update cost (sampling, n-step targets, module calls) to show.
+SAC_HIDDEN = 256
+SAC_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -168,6 +181,7 @@ class Case:
     act_shape: tuple[int, ...] = ()
     num_values: int = bare.NUM_ACTIONS
     prioritized: bool = False
+    batch_size: int = bare.BATCH
 
 
 CASES = {
@@ -186,10 +200,15 @@ CASES = {
     "bdqn": Case(
         library_bdqn,
         bare.BareBDQN,
-        "Hopper-v5 obs 11, 3 branches x 25 values, batch 64, 1-step, hidden 128x128",
-        obs_dim=bare.BDQN_OBS_DIM,
-        act_shape=(bare.NUM_BRANCHES,),
-        num_values=bare.ACTION_PER_BRANCH,
+        f"{HOPPER_BRANCHES}, batch 64, 1-step, hidden 128x128",
+        **BDQN_DATA,
+    ),
+    "bdqn_256": Case(
+        functools.partial(library_bdqn, SAC_HIDDEN),
+        functools.partial(bare.BareBDQN, hidden=SAC_HIDDEN, batch_size=SAC_BATCH),
+        f"{HOPPER_BRANCHES}, batch {SAC_BATCH}, 1-step, hidden {SAC_HIDDEN}x{SAC_HIDDEN}",
+        **BDQN_DATA,
+        batch_size=SAC_BATCH,
     ),
 }
 
@@ -247,7 +266,7 @@ def updates_per_second(
 
     def library_update() -> None:
         with policy_within_training_step(algorithm.policy):
-            algorithm.update(buffer, bare.BATCH)
+            algorithm.update(buffer, case.batch_size)
 
     timer = CLOCKS[clock]
     library = bare_limit = float("inf")

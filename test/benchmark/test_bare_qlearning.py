@@ -60,7 +60,7 @@ def library_update(algorithm: OffPolicyAlgorithm, buffer: ReplayBuffer, rows: np
     return stats
 
 
-@pytest.mark.parametrize("name", ["c51", "qrdqn", "iqn", "bdqn"])
+@pytest.mark.parametrize("name", ["c51", "qrdqn", "iqn", "bdqn", "bdqn_256"])
 def test_bare_loss_equals_the_library_loss(name: str) -> None:
     algorithm, buffer, learner, rows = build(name)
     torch.manual_seed(1)
