@@ -315,7 +315,9 @@ class FractionProposalNetwork(nn.Module):
             ``entropies`` ``(batch,)`` of the proposed widths, for an entropy bonus.
         """
         dist = torch.distributions.Categorical(logits=self.net(obs_embeddings))
-        inner_taus = torch.cumsum(dist.probs[:, :-1], dim=1)
+        # A float32 cumulative sum of near-one-hot probabilities can overshoot 1 by a rounding
+        # step; clamping keeps the fractions in [0, 1] and non-decreasing up to tau_N = 1.
+        inner_taus = torch.cumsum(dist.probs[:, :-1], dim=1).clamp(max=1.0)
         # Pinning the ends avoids a cumulative sum that ends at 0.99999994 instead of 1.
         zeros = inner_taus.new_zeros(inner_taus.shape[0], 1)
         taus = torch.cat([zeros, inner_taus, zeros + 1.0], dim=1)
