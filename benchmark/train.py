@@ -42,6 +42,7 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
@@ -380,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    retain_freed_host_memory()  # the trainers' allocator settings, for every side alike
     if "a" in args.cases:
         over_seeds("ppo_cartpole_to_475", ppo_cartpole, args.seeds, target_median_wall_s=6.5)
     if "b" in args.cases:

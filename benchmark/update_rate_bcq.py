@@ -32,6 +32,7 @@ from benchmark.update_rate_policy import CLOCKS, Case, _in_training_step, measur
 from tianshou.algorithm.imitation.bcq import BCQ, BCQPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import ReplayBuffer
+from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import MLP, Net
 from tianshou.utils.net.continuous import VAE, ContinuousCritic, Perturbation
 
@@ -139,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--clock", choices=list(CLOCKS), default="cpu")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    retain_freed_host_memory()  # the trainers' allocator settings, for every side alike
     for name in args.algorithms:
         torch.manual_seed(0)
         np.random.seed(0)

@@ -36,6 +36,7 @@ from tianshou.algorithm.imitation.cql import CQL
 from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import ReplayBuffer
+from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 
@@ -115,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--clock", choices=list(CLOCKS), default="cpu")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    retain_freed_host_memory()  # the trainers' allocator settings, for every side alike
     torch.manual_seed(0)
     np.random.seed(0)
     emit(measure(cql_case(), args.rounds, args.min_time, args.clock))

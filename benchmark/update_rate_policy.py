@@ -4,9 +4,11 @@ For each algorithm it builds the library's algorithm and the matching bare learn
 ``benchmark/bare_policy_gradient.py`` on the same shapes and data, gives the bare learner the
 library's initial weights, and measures both alternately (best of several windows, one torch
 thread). It prints one JSON line per algorithm: library and bare updates per second, and their
-ratio (target: at least 0.9, as SAC reaches). The default clock is this process's CPU time, which
-stays meaningful when other processes crowd the cores; ``--clock wall`` times wall-clock seconds,
-as ``benchmark/train.py`` does for SAC.
+ratio (target: at least 0.9, as SAC reaches). Both sides run with the allocator settings the
+trainers apply (``tianshou.utils.host_memory``), so freed tensors are reused, not faulted in
+again. The default clock is this process's CPU time, which stays meaningful when other processes
+crowd the cores; ``--clock wall`` times wall-clock seconds, as ``benchmark/train.py`` does for
+SAC.
 
 * ``discrete_sac``: CartPole-like shapes (obs 4, 2 actions), 256x256 networks and batch 256 (the
   sizes of SAC's case in ``benchmark/train.py``), twin critics, learned alpha;
@@ -49,6 +51,7 @@ from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
 from tianshou.algorithm.modelfree.sac import AutoAlpha
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import ReplayBuffer
+from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
@@ -329,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--clock", choices=list(CLOCKS), default="cpu")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    retain_freed_host_memory()  # the trainers' allocator settings, for every side alike
     for name in args.algorithms:
         torch.manual_seed(0)
         np.random.seed(0)

@@ -26,6 +26,7 @@ from tianshou.data.buffer.buffer_base import MalformedBufferError, ReplayBuffer
 from tianshou.data.stats import EpochStats, InfoStats, TimingStats
 from tianshou.trainer.params import OnlineTrainerParams, TrainerParams
 from tianshou.utils.determinism import TraceLogger, torch_param_hash
+from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 from tianshou.utils.progress_bar import DummyTqdm, tqdm_config
 from tianshou.utils.statistics import MovAvg
@@ -162,7 +163,12 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         A resumed run also restores the best result logged up to its checkpoint; the initial
         test step then replaces it only if it scores higher. With ``resume_from_log`` and no
         checkpoint in the logger, a warning says that nothing was resumed.
+
+        From here on the process keeps the host memory it frees for the next update instead of
+        faulting it in again (see :mod:`tianshou.utils.host_memory`, which also says how to opt
+        out).
         """
+        retain_freed_host_memory()
         self._reset_counters()
         best_restored = self.params.resume_from_log and self._resume_from_log()
         TraceLogger.log(
