@@ -44,6 +44,7 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20)
 def faults_per_churn(mode: str) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env.pop(OPT_OUT_VARIABLE, None)
+    env.pop("GLIBC_TUNABLES", None)
     env["PYTHONPATH"] = REPO
     result = subprocess.run(
         [sys.executable, "-c", CHURN, mode],

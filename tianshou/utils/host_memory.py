@@ -22,8 +22,8 @@ import platform
 log = logging.getLogger(__name__)
 
 TRIM_THRESHOLD_BYTES = 256 << 20
-"""Free memory at the top of the heap beyond which glibc returns it to the OS (default: twice
-the adaptive mmap threshold, i.e. a few MiB)."""
+"""Free memory at the top of the heap beyond which glibc returns it to the OS (glibc's default:
+128 KiB, raised to twice the adaptive mmap threshold as larger blocks are freed)."""
 MMAP_THRESHOLD_BYTES = 32 << 20
 """Blocks at least this large are served by ``mmap`` (glibc's largest allowed value)."""
 
