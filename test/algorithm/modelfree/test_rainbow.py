@@ -23,6 +23,7 @@ from tianshou.data import (
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.determinism import TraceDeterminismTest, TraceLog, TraceLoggerContext
+from tianshou.utils.lagged_network import EvalModeModuleWrapper
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import NoisyLinear
 from tianshou.utils.torch_utils import policy_within_training_step
@@ -121,6 +122,43 @@ class TestNoise:
         rainbow._preprocess_batch(buffer[indices], buffer, indices)
         assert {name: m.training for name, m in rainbow.named_modules()} == modes
         assert not noisy_layers[0].training and noisy_layers[1].training
+
+    def test_only_the_noisy_layers_of_the_target_switch_to_train_mode(self) -> None:
+        torch.manual_seed(0)
+        policy = C51Policy(
+            model=Net(
+                state_shape=2,
+                action_shape=2,
+                hidden_sizes=[8],
+                softmax=True,
+                num_atoms=NUM_ATOMS,
+                linear_layer=NoisyLinear,
+                norm_layer=nn.LayerNorm,
+            ),
+            action_space=gym.spaces.Discrete(2),
+            num_atoms=NUM_ATOMS,
+            v_min=-2.0,
+            v_max=2.0,
+        )
+        rainbow = RainbowDQN(
+            policy=policy, optim=AdamOptimizerFactory(lr=1e-3), target_update_freq=100
+        )
+        assert isinstance(rainbow.model_old, EvalModeModuleWrapper)
+        target = rainbow.model_old.module
+        seen: dict[str, bool] = {}
+        for name, module in target.named_modules():
+            if isinstance(module, NoisyLinear | nn.LayerNorm):
+                module.register_forward_pre_hook(
+                    lambda m, _, name=name: seen.__setitem__(name, m.training)
+                )
+        buffer = filled_buffer()
+        indices = np.arange(8)
+        with policy_within_training_step(rainbow.policy):
+            rainbow._preprocess_batch(buffer[indices], buffer, indices)
+        noisy = {n for n, m in target.named_modules() if isinstance(m, NoisyLinear)}
+        assert noisy and set(seen) > noisy
+        assert all(seen[n] == (n in noisy) for n in seen)  # noise on, the norms stay in eval
+        assert not any(m.training for m in target.modules())
 
     def test_same_seed_same_noise_and_targets(self) -> None:
         buffer = filled_buffer()

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from tianshou.utils.net.discrete import NoisyLinear, sample_noise
+from tianshou.utils.net.discrete import NoisyLinear, noisy_layers, sample_noise
 
 
 def test_train_mode_weights_are_mu_plus_sigma_times_the_outer_noise_product() -> None:
@@ -83,3 +83,14 @@ def test_sample_noise_resamples_every_noisy_layer_of_a_model() -> None:
     after = [m.eps_q for m in model if isinstance(m, NoisyLinear)]
     assert all(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
     assert not sample_noise(torch.nn.Linear(2, 2))
+
+
+def test_noisy_layers_lists_each_layer_once_in_module_order() -> None:
+    shared = NoisyLinear(4, 4)
+    inner = torch.nn.Sequential(NoisyLinear(2, 4), torch.nn.ReLU(), shared)
+    model = torch.nn.Sequential(inner, shared, torch.nn.Identity(), NoisyLinear(4, 1))
+    expected = [m for m in model.modules() if isinstance(m, NoisyLinear)]
+    assert len(expected) == 3
+    assert [id(m) for m in noisy_layers(model)] == [id(m) for m in expected]
+    assert noisy_layers(shared) == [shared]
+    assert noisy_layers(torch.nn.Linear(2, 2)) == []

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-from torch import nn
 
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.modelfree.c51 import C51, C51Policy
@@ -21,7 +20,7 @@ from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.utils.lagged_network import EvalModeModuleWrapper
-from tianshou.utils.net.discrete import sample_noise
+from tianshou.utils.net.discrete import NoisyLinear, noisy_layers
 
 
 @dataclass(kw_only=True)
@@ -30,20 +29,21 @@ class RainbowTrainingStats(SimpleLossTrainingStats):
 
 
 @contextmanager
-def _noise_enabled(modules: list[nn.Module]) -> Iterator[None]:
-    """Put ``modules`` in train mode (noisy layers apply their noise), restoring modes after.
+def _noise_enabled(layers: list[NoisyLinear]) -> Iterator[None]:
+    """Put the noisy ``layers`` in train mode (they apply their noise), restoring modes after.
 
-    Only the sub-modules in eval mode are switched (in steady training, those of the target
-    network): flipping their flags directly costs half of a recursive ``train(True)`` per update.
+    Only the layers in eval mode are switched (in steady training, the target network's); the
+    rest of each network keeps its mode, so that, e.g., a dropout layer of the target network
+    stays off while its noisy layers draw.
     """
-    switched = [m for module in modules for m in module.modules() if not m.training]
-    for m in switched:
-        m.training = True
+    switched = [layer for layer in layers if not layer.training]
+    for layer in switched:
+        layer.training = True
     try:
         yield
     finally:
-        for m in switched:
-            m.training = False
+        for layer in switched:
+            layer.training = False
 
 
 class RainbowDQN(C51[C51Policy]):
@@ -77,15 +77,18 @@ class RainbowDQN(C51[C51Policy]):
             target_update_freq=target_update_freq,
         )
 
-    def _resample_noise(self) -> list[nn.Module]:
-        """Draw new noise in the online and the target network; return those with noisy
-        layers (the target unwrapped: its wrapper would keep it in eval mode, without noise)."""
+    def _resample_noise(self) -> list[NoisyLinear]:
+        """Draw new noise in the online and the target network; return their noisy layers (the
+        target unwrapped: its wrapper would keep it in eval mode, without noise)."""
         networks = [self.policy.model]
         if isinstance(self.model_old, EvalModeModuleWrapper):
             networks.append(self.model_old.module)
         elif self.model_old is not None:
             networks.append(self.model_old)
-        return [net for net in networks if sample_noise(net)]
+        layers = [layer for net in networks for layer in noisy_layers(net)]
+        for layer in layers:
+            layer.sample()
+        return layers
 
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
         """Resample the noise of both networks, then compute C51's targets with it."""

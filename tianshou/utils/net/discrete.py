@@ -165,14 +165,34 @@ class NoisyLinear(nn.Module):
         return F.linear(x, weight, bias)
 
 
+def noisy_layers(model: nn.Module) -> list[NoisyLinear]:
+    """The :class:`NoisyLinear` layers in ``model`` (itself included), each once, in the order
+    of ``model.modules()``.
+
+    A plain walk of the module tree: ``model.modules()`` builds a name for every sub-module,
+    which Rainbow would pay twice per network on every update.
+    """
+    found: list[NoisyLinear] = []
+    seen: set[int] = set()
+    pending = [model]
+    while pending:
+        module = pending.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        if isinstance(module, NoisyLinear):
+            found.append(module)
+        children = [child for child in module._modules.values() if child is not None]
+        pending.extend(reversed(children))
+    return found
+
+
 def sample_noise(model: nn.Module) -> bool:
     """Resample the noise of every :class:`NoisyLinear` in ``model``; True if there was one."""
-    found = False
-    for module in model.modules():
-        if isinstance(module, NoisyLinear):
-            module.sample()
-            found = True
-    return found
+    layers = noisy_layers(model)
+    for layer in layers:
+        layer.sample()
+    return bool(layers)
 
 
 class CosineEmbeddingNetwork(nn.Module):
