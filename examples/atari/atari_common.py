@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from torch.utils.tensorboard import SummaryWriter
 
 from tianshou.algorithm import Algorithm
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, OnPolicyAlgorithm
@@ -44,10 +44,11 @@ from tianshou.env.atari.atari_wrapper import AtariEnvFactory, make_atari_env
 from tianshou.highlevel.env import EnvMode
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.logger.logger_base import BaseLogger
-from tianshou.utils.logger.tensorboard import TensorboardLogger
-from tianshou.utils.logger.wandb import WandbLogger
 from tianshou.utils.net.action_repr import ActionReprNetWithVectorOutput
 from tianshou.utils.net.discrete import IntrinsicCuriosityModule
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
+from script_cli import ArgumentParser, add_logger_options, logger_from_args
 
 EPS_DECAY_STEPS = 1_000_000
 """Env steps over which the training epsilon decays linearly (Mnih et al. 2015: 1M frames)."""
@@ -56,26 +57,7 @@ PONG_SOLVED = 20.0
 """Test return at which training on Pong stops (its env spec has no reward threshold)."""
 
 
-class AtariArgumentParser(argparse.ArgumentParser):
-    """An argument parser that accepts every long option with dashes or with underscores.
-
-    ``add_argument("--epoch-num-steps", ...)`` also registers ``--epoch_num_steps`` (and the
-    other way round): published scripts and their users spell options both ways. The value's
-    attribute name is the underscore form either way.
-    """
-
-    def add_argument(self, *name_or_flags: Any, **kwargs: Any) -> argparse.Action:
-        flags = list(name_or_flags)
-        for flag in name_or_flags:
-            if isinstance(flag, str) and flag.startswith("--"):
-                name = flag[2:]
-                alias = "--" + (name.replace("-", "_") if "-" in name else name.replace("_", "-"))
-                if alias not in flags:
-                    flags.append(alias)
-        return super().add_argument(*flags, **kwargs)
-
-
-def atari_parser(description: str, *, off_policy: bool) -> AtariArgumentParser:
+def atari_parser(description: str, *, off_policy: bool) -> ArgumentParser:
     """A parser with the options every Atari script has, at the DQN family's published values.
 
     Scripts add their own options and change defaults with ``parser.set_defaults(...)``.
@@ -84,7 +66,7 @@ def atari_parser(description: str, *, off_policy: bool) -> AtariArgumentParser:
     :param off_policy: add the options of off-policy training (``--update-per-step``,
         ``--save-buffer-name``).
     """
-    parser = AtariArgumentParser(description=description)
+    parser = ArgumentParser(description=description)
     parser.add_argument("--task", default="PongNoFrameskip-v4")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -116,9 +98,7 @@ def atari_parser(description: str, *, off_policy: bool) -> AtariArgumentParser:
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--resume-path", default=None, help="a saved algorithm state to load")
-    parser.add_argument("--resume-id", default=None, help="the W&B run to resume logging into")
-    parser.add_argument("--logger", default="tensorboard", choices=["tensorboard", "wandb"])
-    parser.add_argument("--wandb-project", default="atari.benchmark")
+    add_logger_options(parser, wandb_project="atari.benchmark")
     parser.add_argument("--watch", action="store_true", help="only evaluate the loaded policy")
     if off_policy:
         parser.add_argument(
@@ -366,19 +346,9 @@ def prioritized_replay_buffer(
 def create_logger(args: argparse.Namespace, algo_name: str) -> tuple[BaseLogger, str]:
     """The logger (``--logger``) writing to ``<logdir>/<task>/<algo_name>/<seed>``, and that
     directory (where :func:`save_best_fn` saves the policy)."""
-    log_path = os.path.join(args.logdir, args.task, algo_name, str(args.seed))
-    writer = SummaryWriter(log_path)
-    writer.add_text("args", str(vars(args)))
-    if args.logger == "wandb":
-        logger = WandbLogger(
-            project=args.wandb_project,
-            name=os.path.join(args.task, algo_name, str(args.seed)),
-            run_id=args.resume_id,
-            config=args,
-        )
-        logger.load(writer)
-        return logger, log_path
-    return TensorboardLogger(writer), log_path
+    run_name = os.path.join(args.task, algo_name, str(args.seed))
+    log_path = os.path.join(args.logdir, run_name)
+    return logger_from_args(args, log_path, run_name), log_path
 
 
 def save_best_fn(log_path: str) -> Callable[[Algorithm], None]:

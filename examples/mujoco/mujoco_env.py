@@ -11,9 +11,10 @@ The high-level scripts (``mujoco_<algo>_hl.py``) build their envs with :class:`M
 """
 
 import argparse
-import copy
 import os
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import gymnasium as gym
@@ -22,7 +23,6 @@ import numpy as np
 import torch
 from torch import nn
 from torch.distributions import Distribution, Independent, Normal
-from torch.utils.tensorboard import SummaryWriter
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
@@ -44,7 +44,6 @@ from tianshou.highlevel.env import (
 from tianshou.highlevel.persistence import Persistence, PersistEvent, RestoreEvent
 from tianshou.highlevel.world import World
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
-from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import (
     ContinuousActorDeterministic,
@@ -52,6 +51,9 @@ from tianshou.utils.net.continuous import (
     ContinuousCritic,
 )
 from tianshou.utils.statistics import RunningMeanStd
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
+from script_cli import ArgumentParser, add_logger_options, logger_from_args
 
 VectorBackend = Literal["auto", "dummy", "subproc", "envpool"]
 TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
@@ -298,75 +300,6 @@ def load_algorithm(
 
 
 # ---------------------------------------------------------------------------- command line
-class _BooleanOptionalAction(argparse.BooleanOptionalAction):
-    """``--flag/--no-flag`` that also accepts ``--no_flag``."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, **kwargs)
-        negatives = [s for s in self.option_strings if s.startswith("--no-")]
-        extra = [s.replace("-", "_").replace("__", "--", 1) for s in negatives]
-        self.option_strings = list(dict.fromkeys([*self.option_strings, *extra]))
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        if option_string in self.option_strings:
-            negative = option_string is not None and option_string[2:5] in ("no-", "no_")
-            setattr(namespace, self.dest, not negative)
-
-    def format_usage(self) -> str:
-        return " | ".join(s for s in self.option_strings if "_" not in s)
-
-
-class _DashesHelpFormatter(argparse.HelpFormatter):
-    """Lists options by their dashed names only (the parser's epilog mentions the aliases)."""
-
-    def _format_action_invocation(self, action: argparse.Action) -> str:
-        dashed = [s for s in action.option_strings if "_" not in s]
-        if len(dashed) in (0, len(action.option_strings)):
-            return super()._format_action_invocation(action)
-        shown = copy.copy(action)
-        shown.option_strings = dashed
-        return super()._format_action_invocation(shown)
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """An argument parser that accepts every long option with dashes or with underscores.
-
-    Options are declared dashed (``--epoch-num-steps``); ``--epoch_num_steps`` works too,
-    since published scripts and their users spell them both ways.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _DashesHelpFormatter)
-        kwargs.setdefault(
-            "epilog", "Every option can also be spelt with underscores (--epoch_num_steps)."
-        )
-        super().__init__(*args, **kwargs)
-
-    def add_argument(self, *name_or_flags: str, **kwargs: Any) -> argparse.Action:
-        aliases = [
-            "--" + flag[2:].replace("-", "_")
-            for flag in name_or_flags
-            if flag.startswith("--") and "-" in flag[2:]
-        ]
-        names = [*name_or_flags, *(a for a in aliases if a not in name_or_flags)]
-        if kwargs.get("action") is argparse.BooleanOptionalAction:
-            kwargs["action"] = _BooleanOptionalAction
-        return super().add_argument(*names, **kwargs)
-
-    def set_known_defaults(self, **defaults: Any) -> None:
-        """Like ``set_defaults``, but only for declared options, so that a misspelt name fails."""
-        unknown = defaults.keys() - {action.dest for action in self._actions}
-        if unknown:
-            raise ValueError(f"no options {sorted(unknown)} to set defaults for; add them first")
-        self.set_defaults(**defaults)
-
-
 def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     """The options every MuJoCo script has; ``defaults`` are the script's own defaults for them.
 
@@ -392,6 +325,7 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     parser.add_argument("--logdir", default="log")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
+    add_logger_options(parser, wandb_project="mujoco.benchmark")
     parser.add_argument(
         "--watch",
         action="store_true",
@@ -528,12 +462,6 @@ def run_experiment(
         test_envs.close()
 
 
-def _logger(log_path: str, args: argparse.Namespace) -> TensorboardLogger:
-    logger = TensorboardLogger(SummaryWriter(log_path))
-    logger.writer.add_text("args", str(vars(args)))
-    return logger
-
-
 def train_off_policy(
     algorithm: Algorithm,
     train_envs: BaseVectorEnv,
@@ -560,7 +488,8 @@ def train_off_policy(
             batch_size=args.batch_size,
             update_step_num_gradient_steps_per_sample=args.update_per_step,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
-            logger=_logger(log_path, args),
+            logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
+            resume_from_log=args.resume_id is not None,
             show_progress=not args.no_progress,
         )
     )
@@ -591,7 +520,8 @@ def train_on_policy(
             test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
-            logger=_logger(log_path, args),
+            logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
+            resume_from_log=args.resume_id is not None,
             show_progress=not args.no_progress,
         )
     )

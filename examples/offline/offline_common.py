@@ -24,19 +24,20 @@ from typing import Any, TypeVar
 import gymnasium as gym
 import numpy as np
 import torch
-from torch.utils.tensorboard import SummaryWriter
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Collector, CollectStats, InfoStats, ReplayBuffer
 from tianshou.data.minari import load_minari_buffer, load_minari_dataset, minari_normalized_score
 from tianshou.env import BaseVectorEnv, DummyVectorEnv, SubprocVectorEnv, VectorEnvNormObs
 from tianshou.trainer import OfflineTrainerParams
-from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.statistics import RunningMeanStd
 
-_MUJOCO_EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mujoco")
-if _MUJOCO_EXAMPLES not in sys.path:
-    sys.path.append(_MUJOCO_EXAMPLES)
+_EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for _shared in (_EXAMPLES, os.path.join(_EXAMPLES, "mujoco")):  # script_cli, mujoco_env
+    if _shared not in sys.path:
+        sys.path.append(_shared)
+
+from script_cli import add_logger_options, logger_from_args  # noqa: E402
 
 from mujoco_env import (  # noqa: E402  (found through the path set above)
     ArgumentParser,
@@ -96,6 +97,7 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     parser.add_argument("--logdir", default="log")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
+    add_logger_options(parser, wandb_project="offline.benchmark")
     parser.add_argument("--watch", action="store_true", help="only evaluate the loaded policy")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.set_known_defaults(**defaults)
@@ -252,8 +254,7 @@ def run_offline(
             report(stats, score)
             return stats
         log_path = log_dir(args, algo_name)
-        logger = TensorboardLogger(SummaryWriter(log_path))
-        logger.writer.add_text("args", str(vars(args)))
+        logger = logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir))
         result = algorithm.run_training(
             OfflineTrainerParams(
                 buffer=training_buffer(buffer, algorithm, obs_rms),
@@ -265,6 +266,7 @@ def run_offline(
                 compute_score_fn=score,
                 save_best_fn=lambda alg: save_algorithm(alg, test_envs, log_path),
                 logger=logger,
+                resume_from_log=args.resume_id is not None,
                 show_progress=not args.no_progress,
             )
         )

@@ -5,10 +5,8 @@ Every script trains end to end on tiny budgets, saves its state, resumes from it
 tested on their own.
 """
 
-import argparse
 import importlib
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -240,28 +238,25 @@ def test_record_video_of_a_mujoco_task_is_small(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- command line
-def test_parser_accepts_dashes_and_underscores() -> None:
+def test_parser_accepts_the_published_spellings() -> None:
     parser = mujoco_env().common_parser("doc")
-    parser.add_argument("--auto-alpha", action=argparse.BooleanOptionalAction, default=True)
-    dashed = parser.parse_args(["--epoch-num-steps", "7", "--num-train-envs", "3"])
-    underscored = parser.parse_args(["--epoch_num_steps", "7", "--num_train_envs", "3"])
-    assert dashed == underscored
-    assert (dashed.epoch_num_steps, dashed.num_train_envs) == (7, 3)
-    for flag in ("--no-auto-alpha", "--no_auto_alpha", "--no-auto_alpha"):
-        assert parser.parse_args([flag]).auto_alpha is False
-    assert parser.parse_args(["--auto_alpha"]).auto_alpha is True
+    current = parser.parse_args(["--epoch-num-steps", "7", "--num-train-envs", "3"])
+    for argv in (
+        ["--epoch_num_steps", "7", "--num_train_envs", "3"],  # 2.x
+        ["--step-per-epoch", "7", "--training-num", "3"],  # 1.x
+    ):
+        assert parser.parse_args(argv) == current
+    assert (current.epoch_num_steps, current.num_train_envs) == (7, 3)
     assert parser.parse_args(["--no_progress"]).no_progress is True
 
 
-def test_help_lists_the_dashed_names_and_mentions_the_aliases() -> None:
-    parser = mujoco_env().common_parser("doc")
-    parser.add_argument("--auto-alpha", action=argparse.BooleanOptionalAction, default=True)
-    text = parser.format_help()
-    assert "--epoch-num-steps" in text
-    assert "--auto-alpha | --no-auto-alpha]" in text
-    underscored = re.findall(r"--[a-z][a-z-]*_[a-z_]*", text)
-    assert underscored == ["--epoch_num_steps"]  # only in the epilog, which mentions them
-    assert "underscores" in text
+def test_parser_has_the_published_logger_options() -> None:
+    args = mujoco_env().common_parser("doc").parse_args([])
+    assert (args.logger, args.wandb_project, args.resume_id) == (
+        "tensorboard",
+        "mujoco.benchmark",
+        None,
+    )
 
 
 def test_parser_rejects_defaults_of_undeclared_options() -> None:
