@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from script_cli import parse_flag  # examples/, beside this module
+
 
 @dataclass(frozen=True)
 class _OptionSpec:
@@ -43,15 +45,6 @@ def _parse_none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = getattr(convert, "__name__", "value")  # argparse names it in errors
     return parse
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (use true/false)")
 
 
 def _enum_parser(enum_type: type[enum.Enum]) -> Callable[[str], enum.Enum]:
@@ -91,7 +84,7 @@ def _scalar_spec(annotation: Any) -> _OptionSpec:
         names = ",".join(annotation.__members__)
         return _OptionSpec(_enum_parser(annotation), metavar="{" + names + "}")
     if annotation is bool:
-        return _OptionSpec(_parse_bool)
+        return _OptionSpec(parse_flag)
     if annotation in (int, float, str):
         return _OptionSpec(annotation)
     raise TypeError(f"run_cli cannot parse values of type {annotation}")
