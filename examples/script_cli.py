@@ -19,6 +19,7 @@ Biases resuming ``--resume-id``).
 import argparse
 import copy
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -136,6 +137,20 @@ class ArgumentParser(argparse.ArgumentParser):
         if unknown:
             raise ValueError(f"no options {sorted(unknown)} to set defaults for; add them first")
         self.set_defaults(**defaults)
+
+
+def parse_known_options(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
+) -> argparse.Namespace:
+    """Parse ``argv`` as the published multi-agent scripts do, ignoring options that ``parser``
+    does not know (so the scripts also run under pytest's command line), but warn about each
+    ignored one, so that a misspelt option does not vanish silently."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        warnings.warn(
+            f"{parser.prog}: ignoring unrecognized arguments: {' '.join(unknown)}", stacklevel=2
+        )
+    return args
 
 
 def add_logger_options(parser: argparse.ArgumentParser, wandb_project: str) -> None:

@@ -12,7 +12,9 @@ each agent's episode return; a uniformly random team gets about -25.8::
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -30,9 +32,12 @@ from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
+from script_cli import ArgumentParser, parse_known_options
+
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--shared", action="store_true", help="one PPO for all agents (parameter sharing)")
     add("--num-agents", type=int, default=3)
@@ -53,7 +58,7 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--stop-return", type=float, default=None, help="stop once the test return reaches it")
     add("--logdir", type=str, default="log")
     add("--device", type=str, default="cpu")
-    return parser.parse_known_args(argv)[0]
+    return parse_known_options(parser, argv)
 
 
 def get_env(args: argparse.Namespace) -> PettingZooParallelEnv:

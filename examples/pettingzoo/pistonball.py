@@ -21,7 +21,9 @@ full cycle (``n = --n-pistons`` moves), from one of its piston's moves to the ne
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -44,6 +46,9 @@ from tianshou.env.atari.atari_network import ScaledObsInputActionReprNet
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
+from script_cli import ArgumentParser, parse_known_options
 
 
 class PistonView(BaseWrapper):
@@ -134,7 +139,7 @@ class PistonView(BaseWrapper):
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--seed", type=int, default=1626)
     add("--n-pistons", type=int, default=3)
@@ -164,7 +169,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return get_parser().parse_known_args(argv)[0]
+    return parse_known_options(get_parser(), argv)
 
 
 def get_env(args: argparse.Namespace, continuous: bool = False) -> PettingZooEnv:

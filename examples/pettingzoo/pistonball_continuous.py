@@ -16,7 +16,9 @@ window)::
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,9 @@ from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.layers import ModuleWithVectorOutput
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
+from script_cli import ArgumentParser, parse_known_options
 
 
 class PistonCNN(ModuleWithVectorOutput):
@@ -77,7 +82,7 @@ def gaussian(loc_scale: tuple[torch.Tensor, torch.Tensor]) -> Distribution:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--seed", type=int, default=1626)
     add("--n-pistons", type=int, default=3)
@@ -107,7 +112,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return get_parser().parse_known_args(argv)[0]
+    return parse_known_options(get_parser(), argv)
 
 
 def make_ppo(args: argparse.Namespace, env: PettingZooEnv) -> PPO:

@@ -16,7 +16,9 @@ then plays one game and prints the board after every move in the terminal (no wi
 import argparse
 import copy
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -36,11 +38,14 @@ from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
+from script_cli import ArgumentParser, parse_known_options
+
 MARKS = {0: ".", 1: "X", 2: "O"}
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--seed", type=int, default=1626)
     add("--eps-test", type=float, default=0.05)
@@ -70,7 +75,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return get_parser().parse_known_args(argv)[0]
+    return parse_known_options(get_parser(), argv)
 
 
 def get_env(render_mode: str | None = None) -> PettingZooEnv:

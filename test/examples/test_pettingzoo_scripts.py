@@ -77,6 +77,17 @@ def test_tic_tac_toe_dqn_beats_a_random_opponent(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("examples")
+def test_tic_tac_toe_options_take_every_spelling_and_warn_about_unknown_ones() -> None:
+    tic_tac_toe = script("tic_tac_toe")
+    dashed = tic_tac_toe.get_args(["--step-per-epoch", "5", "--training-num", "2"])
+    with pytest.warns(UserWarning, match="ignoring unrecognized arguments: --bogus"):
+        underscored = tic_tac_toe.get_args(
+            ["--epoch_num_steps", "5", "--training_num", "2", "--bogus"]
+        )
+    assert dashed == underscored
+    assert (dashed.step_per_epoch, dashed.training_num) == (5, 2)
+
+
 def test_tic_tac_toe_watch_prints_the_game_in_the_terminal(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -119,3 +119,10 @@ def test_logger_options_default_to_tensorboard(script_cli: ModuleType, tmp_path:
     assert any((tmp_path / "run").iterdir()), "the options are written to the event file"
     with pytest.raises(SystemExit):
         parser.parse_args(["--logger", "csv"])
+
+
+def test_lenient_parsing_warns_about_each_ignored_option(script_cli: ModuleType) -> None:
+    parser = parser_with_options(script_cli)
+    with pytest.warns(UserWarning, match="ignoring unrecognized arguments: --epochs 3"):
+        args = script_cli.parse_known_options(parser, ["--epoch_num_steps", "5", "--epochs", "3"])
+    assert args.epoch_num_steps == 5
