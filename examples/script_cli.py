@@ -1,4 +1,4 @@
-"""The command line of the procedural example scripts (Atari and MuJoCo).
+"""The command line of the procedural example scripts (Atari, MuJoCo, offline, multi-agent).
 
 Users run these scripts with the options of the published Tianshou scripts, which have been
 spelt in several ways over its releases: with dashes (``--step-per-epoch``, 1.x) or underscores
@@ -41,7 +41,8 @@ PUBLISHED_NAMES: dict[str, tuple[str, ...]] = {
     "recompute-advantage": ("recompute-adv",),
     "action-bound-method": ("bound-action-method",),
 }
-"""Older names of the scripts' options (dashed, without ``--``), accepted as aliases."""
+"""Other published names of the scripts' options (dashed, without ``--``), accepted as
+aliases of the current name that keys them."""
 
 
 def parse_flag(text: str) -> bool:
