@@ -2,6 +2,7 @@
 
 import copy
 import math
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -31,7 +32,7 @@ from tianshou.utils.torch_utils import policy_within_training_step
 NUM_ATOMS = 5
 
 
-def noisy_net() -> Net:
+def noisy_net(**layer_kwargs: Any) -> Net:
     return Net(
         state_shape=2,
         action_shape=2,
@@ -39,13 +40,16 @@ def noisy_net() -> Net:
         softmax=True,
         num_atoms=NUM_ATOMS,
         linear_layer=NoisyLinear,
+        **layer_kwargs,
     )
 
 
-def make_rainbow(target_update_freq: int = 0, lr: float = 0.1, **kwargs) -> RainbowDQN:
+def make_rainbow(
+    target_update_freq: int = 0, lr: float = 0.1, net_kwargs: dict | None = None, **kwargs
+) -> RainbowDQN:
     torch.manual_seed(0)
     policy = C51Policy(
-        model=noisy_net(),
+        model=noisy_net(**(net_kwargs or {})),
         action_space=gym.spaces.Discrete(2),
         num_atoms=NUM_ATOMS,
         v_min=-2.0,
@@ -124,25 +128,7 @@ class TestNoise:
         assert not noisy_layers[0].training and noisy_layers[1].training
 
     def test_only_the_noisy_layers_of_the_target_switch_to_train_mode(self) -> None:
-        torch.manual_seed(0)
-        policy = C51Policy(
-            model=Net(
-                state_shape=2,
-                action_shape=2,
-                hidden_sizes=[8],
-                softmax=True,
-                num_atoms=NUM_ATOMS,
-                linear_layer=NoisyLinear,
-                norm_layer=nn.LayerNorm,
-            ),
-            action_space=gym.spaces.Discrete(2),
-            num_atoms=NUM_ATOMS,
-            v_min=-2.0,
-            v_max=2.0,
-        )
-        rainbow = RainbowDQN(
-            policy=policy, optim=AdamOptimizerFactory(lr=1e-3), target_update_freq=100
-        )
+        rainbow = make_rainbow(target_update_freq=100, net_kwargs={"norm_layer": nn.LayerNorm})
         assert isinstance(rainbow.model_old, EvalModeModuleWrapper)
         target = rainbow.model_old.module
         seen: dict[str, bool] = {}
