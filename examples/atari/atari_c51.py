@@ -40,7 +40,8 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def build_c51(args: argparse.Namespace, envs: AtariEnvs) -> C51:
     """C51 with a distributional Nature-DQN network for ``envs``' frames and actions."""
-    net = C51Net(*envs.frame_shape, action_shape=envs.num_actions, num_atoms=args.num_atoms)
+    c, h, w = envs.frame_shape
+    net = C51Net(c=c, h=h, w=w, action_shape=envs.num_actions, num_atoms=args.num_atoms)
     policy = C51Policy(
         model=scale_obs_if(args.scale_obs, net).to(args.device),
         action_space=envs.env.action_space,

@@ -39,9 +39,8 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def build_qrdqn(args: argparse.Namespace, envs: AtariEnvs) -> QRDQN:
     """QR-DQN with a quantile Nature-DQN network for ``envs``' frames and actions."""
-    net = QRDQNet(
-        *envs.frame_shape, action_shape=envs.num_actions, num_quantiles=args.num_quantiles
-    )
+    c, h, w = envs.frame_shape
+    net = QRDQNet(c=c, h=h, w=w, action_shape=envs.num_actions, num_quantiles=args.num_quantiles)
     policy = QRDQNPolicy(
         model=scale_obs_if(args.scale_obs, net).to(args.device),
         action_space=envs.env.action_space,

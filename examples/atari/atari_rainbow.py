@@ -60,8 +60,11 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def build_rainbow(args: argparse.Namespace, envs: AtariEnvs) -> RainbowDQN:
     """Rainbow with a (dueling, noisy) distributional network for ``envs``' frames and actions."""
+    c, h, w = envs.frame_shape
     net = RainbowNet(
-        *envs.frame_shape,
+        c=c,
+        h=h,
+        w=w,
         action_shape=envs.num_actions,
         num_atoms=args.num_atoms,
         noisy_std=args.noisy_std,

@@ -1,12 +1,14 @@
 """Tests of the trace logger, trace logs and the determinism snapshot test."""
 
 import logging
+import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
+from tianshou.utils import determinism
 from tianshou.utils.determinism import (
     DEFAULT_LOG_FORMAT,
     TraceDeterminismTest,
@@ -15,6 +17,7 @@ from tianshou.utils.determinism import (
     TraceLogger,
     TraceLoggerContext,
     format_log_message,
+    git_status,
     torch_param_hash,
 )
 
@@ -133,6 +136,17 @@ def test_buffered_lines_name_the_trace_point_and_stay_one_line_each() -> None:
     assert trace.get_log().log_lines == ["test.determinism:emit - two\\nlines"]
 
 
+def test_without_a_formatter_buffered_lines_get_the_default_format(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert TraceLogger.log_formatter is None
+    buffer: list[str] = []
+    monkeypatch.setattr(TraceLogger, "is_enabled", True)
+    monkeypatch.setattr(TraceLogger, "log_buffer", buffer)
+    emit("x")
+    assert buffer == ["test.determinism:emit - x"]
+
+
 # ---------------------------------------------------------------- TraceLoggerContext
 def test_context_enables_tracing_and_restores_the_previous_state() -> None:
     buffer, formatter = TraceLogger.log_buffer, TraceLogger.log_formatter
@@ -142,7 +156,7 @@ def test_context_enables_tracing_and_restores_the_previous_state() -> None:
     emit("after")
     assert trace.get_log().log_lines == ["a"]
     assert not TraceLogger.is_enabled
-    assert TraceLogger.log_buffer is buffer and TraceLogger.log_formatter is formatter
+    assert TraceLogger.log_buffer is buffer and TraceLogger.log_formatter is formatter is None
 
 
 def test_context_restores_the_state_when_the_block_raises() -> None:
@@ -262,8 +276,46 @@ def test_difference_reads_as_line_expected_and_actual() -> None:
     )
 
 
+# ---------------------------------------------------------------- git_status
+def git(repo: Path, *args: str) -> str:
+    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_git_status_names_the_commit_and_the_changed_tracked_files(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "pkg" / "a.py").write_text("x = 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "first")
+    commit = git(repo, "rev-parse", "HEAD")
+    assert git_status(repo / "pkg") == f"commit {commit}, clean"
+    (repo / "pkg" / "a.py").write_text("x = 2\n")
+    (repo / "untracked.py").write_text("")
+    assert git_status(repo / "pkg") == f"commit {commit}, uncommitted changes:\n M pkg/a.py"
+
+
+def test_git_status_outside_a_working_tree_is_unknown(tmp_path: Path) -> None:
+    assert git_status(tmp_path).startswith("unknown (")
+
+
 # ---------------------------------------------------------------- TraceDeterminismTest
-def test_snapshot_created_then_matched(tmp_path: Path) -> None:
+@pytest.fixture
+def fixed_git_status(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Makes every check see the revision ``commit c0ffee, clean``; lists the directories
+    asked about."""
+    asked: list[Path] = []
+
+    def fake_git_status(directory: str | Path) -> str:
+        asked.append(Path(directory))
+        return "commit c0ffee, clean"
+
+    monkeypatch.setattr(determinism, "git_status", fake_git_status)
+    return asked
+
+
+def test_snapshot_created_then_matched(tmp_path: Path, fixed_git_status: list[Path]) -> None:
     snapshot = TraceDeterminismTest(base_path=tmp_path / "refs")
     created = snapshot.check(TraceLog(LINES), "run", create_reference_result=True)
     assert created.reference_created and created.success
@@ -271,6 +323,8 @@ def test_snapshot_created_then_matched(tmp_path: Path) -> None:
     assert TraceLog.load(created.reference_path).log_lines == LINES
     result = snapshot.check(TraceLog(LINES), "run")
     assert result == TraceDeterminismTest.Result(
+        git_status="commit c0ffee, clean",
+        log=TraceLog(LINES),
         name="run",
         reference_path=created.reference_path,
         reference_created=False,
@@ -299,6 +353,19 @@ def test_snapshot_failure_names_the_first_differing_line(tmp_path: Path) -> None
 def test_snapshot_without_reference_says_how_to_create_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="create_reference_result=True"):
         TraceDeterminismTest(base_path=tmp_path).check(TraceLog(LINES), "missing")
+
+
+def test_result_records_the_source_revision_and_the_checked_log(
+    tmp_path: Path, fixed_git_status: list[Path]
+) -> None:
+    snapshot = TraceDeterminismTest(base_path=tmp_path, ignored_messages=["took"])
+    for create in (True, False):
+        result = snapshot.check(TraceLog(LINES), "run", create_reference_result=create)
+        assert result.git_status == "commit c0ffee, clean"
+        assert result.log == TraceLog([line for line in LINES if "took" not in line])
+    library_root = Path(determinism.__file__).parents[1]
+    assert len(fixed_git_status) == 2
+    assert all(library_root in [d, *d.parents] for d in fixed_git_status)
 
 
 def test_ignored_messages_stay_out_of_the_reference_and_the_comparison(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ Example (``train`` builds and trains an algorithm from a fixed seed)::
 
 import hashlib
 import logging
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 DEFAULT_LOG_FORMAT = "%(name)s:%(funcName)s - %(message)s"
 """Logger and function name, then the message. Line numbers are left out on purpose: a
 reference trace should survive edits that merely move code."""
+
+DEFAULT_LOG_FORMATTER = logging.Formatter(DEFAULT_LOG_FORMAT)
+"""Formats captured trace lines while :attr:`TraceLogger.log_formatter` is None."""
 
 MESSAGE_SEPARATOR = " - "
 """What separates the prefix of a trace line from its message in :data:`DEFAULT_LOG_FORMAT`
@@ -102,8 +106,9 @@ class TraceLogger:
     default) that call returns at once without building the message. While it is True, the
     message goes to the given logger at :attr:`log_level` (prefixed with :attr:`MESSAGE_TAG`, so
     ordinary logging handlers can pick traces out), and, if :attr:`log_buffer` is a list, it is
-    also formatted with :attr:`log_formatter` and appended there. :class:`TraceLoggerContext`
-    sets these class attributes for the duration of a ``with`` block.
+    also formatted with :attr:`log_formatter` (or :data:`DEFAULT_LOG_FORMATTER`) and appended
+    there. :class:`TraceLoggerContext` sets these class attributes for the duration of a
+    ``with`` block.
     """
 
     is_enabled: bool = False
@@ -112,8 +117,9 @@ class TraceLogger:
     """The level at which trace messages are sent to the library's loggers."""
     log_buffer: list[str] | None = None
     """Formatted trace lines collected while enabled; None: do not collect."""
-    log_formatter: logging.Formatter = logging.Formatter(DEFAULT_LOG_FORMAT)
-    """How lines in :attr:`log_buffer` are formatted."""
+    log_formatter: logging.Formatter | None = None
+    """How lines in :attr:`log_buffer` are formatted; None: with :data:`DEFAULT_LOG_FORMATTER`
+    (logger and function name, then the message)."""
     MESSAGE_TAG = "[TRACE]"
     """Prefix of trace messages sent to the loggers."""
 
@@ -130,8 +136,51 @@ class TraceLogger:
         message = message_generator()
         logger.log(cls.log_level, "%s %s", cls.MESSAGE_TAG, message, stacklevel=2)
         if cls.log_buffer is not None:
-            line = format_log_message(logger, cls.log_level, message, cls.log_formatter, 2)
+            formatter = cls.log_formatter or DEFAULT_LOG_FORMATTER
+            line = format_log_message(logger, cls.log_level, message, formatter, 2)
             cls.log_buffer.append(line.replace("\n", "\\n"))
+
+
+GIT_TIMEOUT_SECONDS = 10.0
+"""How long :func:`git_status` waits for each git command."""
+
+
+def git_status(directory: str | Path) -> str:
+    """The revision of the git working tree containing ``directory``: the commit, and the
+    tracked files with uncommitted changes, as ``git status --porcelain`` lists them.
+
+    A snapshot check records it, so that a changed trace can be traced back to the code that
+    produced it.
+
+    :param directory: any directory inside the working tree.
+    :return: ``"commit <hash>, clean"``, or ``"commit <hash>, uncommitted changes:"`` followed
+        by the status lines; ``"unknown (<reason>)"`` where git is missing or ``directory`` is
+        not in a git working tree.
+    """
+
+    def run_git(*args: str) -> str:
+        completed = subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=True,
+        )
+        return completed.stdout
+
+    try:
+        commit = run_git("rev-parse", "HEAD").strip()
+        changes = run_git("status", "--porcelain", "--untracked-files=no").rstrip()
+    except FileNotFoundError:
+        return "unknown (git is not installed)"
+    except subprocess.CalledProcessError as e:
+        reason = (
+            e.stderr.strip().splitlines()[0] if e.stderr.strip() else f"exit code {e.returncode}"
+        )
+        return f"unknown ({reason})"
+    except subprocess.TimeoutExpired:
+        return f"unknown (git took longer than {GIT_TIMEOUT_SECONDS} s)"
+    return f"commit {commit}, " + (f"uncommitted changes:\n{changes}" if changes else "clean")
 
 
 @dataclass(frozen=True)
@@ -250,7 +299,7 @@ class TraceLoggerContext:
         self.enable_log_buffer = enable_log_buffer
         self.log_format = log_format
         self._lines: list[str] = []
-        self._saved: tuple[bool, list[str] | None, logging.Formatter] | None = None
+        self._saved: tuple[bool, list[str] | None, logging.Formatter | None] | None = None
 
     def __enter__(self) -> Self:
         if self._saved is not None:
@@ -306,6 +355,12 @@ class TraceDeterminismTest:
     class Result:
         """The outcome of one :meth:`TraceDeterminismTest.check`."""
 
+        git_status: str
+        """The revision of the library's source tree when the check ran (see
+        :func:`git_status`)."""
+        log: TraceLog
+        """The checked log with the ignored messages removed: what was stored as the reference,
+        or compared with it."""
         name: str
         reference_path: Path
         reference_created: bool
@@ -353,9 +408,12 @@ class TraceDeterminismTest:
         """
         path = self.reference_path(name)
         current = current_log.filter_messages(ignored_messages=self.ignored_messages)
+        source_status = git_status(Path(__file__).parent)
         if create_reference_result:
             current.save_log(path)
             result = self.Result(
+                git_status=source_status,
+                log=current,
                 name=name,
                 reference_path=path,
                 reference_created=True,
@@ -374,6 +432,8 @@ class TraceDeterminismTest:
         difference = reference.first_difference(current)
         core_unchanged = difference is None or self._core(reference) == self._core(current)
         result = self.Result(
+            git_status=source_status,
+            log=current,
             name=name,
             reference_path=path,
             reference_created=False,

@@ -47,6 +47,8 @@ from tianshou.utils.net.discrete import (
 from tianshou.utils.torch_utils import policy_within_training_step
 
 C, H, W = 4, 84, 84
+FRAME = {"c": C, "h": H, "w": W}
+"""The frame-stack shape as the keyword arguments of the distributional networks."""
 NUM_ACTIONS = 6
 TORSO_DIM = 3136  # 64 channels x 7 x 7 after the three convolutions on 84x84 frames
 
@@ -83,9 +85,15 @@ NETS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
         lambda: DQNet(C, H, W, NUM_ACTIONS, features_only=True, output_dim_added_layer=32),
         (32,),
     ),
-    "C51Net": (lambda: C51Net(C, H, W, NUM_ACTIONS, num_atoms=11), (NUM_ACTIONS, 11)),
-    "RainbowNet": (lambda: RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=11), (NUM_ACTIONS, 11)),
-    "QRDQNet": (lambda: QRDQNet(C, H, W, NUM_ACTIONS, num_quantiles=8), (NUM_ACTIONS, 8)),
+    "C51Net": (lambda: C51Net(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11), (NUM_ACTIONS, 11)),
+    "RainbowNet": (
+        lambda: RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11),
+        (NUM_ACTIONS, 11),
+    ),
+    "QRDQNet": (
+        lambda: QRDQNet(**FRAME, action_shape=NUM_ACTIONS, num_quantiles=8),
+        (NUM_ACTIONS, 8),
+    ),
 }
 
 
@@ -116,9 +124,25 @@ class TestShapes:
         added = DQNet(C, H, W, NUM_ACTIONS, features_only=True, output_dim_added_layer=512)
         assert added.output_dim == added.get_output_dim() == 512
         assert (added(frames())[0] >= 0).all()  # the added layer ends in a ReLU
-        assert C51Net(C, H, W, NUM_ACTIONS, num_atoms=11).output_dim == NUM_ACTIONS * 11
-        assert RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=11).output_dim == NUM_ACTIONS * 11
-        assert QRDQNet(C, H, W, NUM_ACTIONS, num_quantiles=8).output_dim == NUM_ACTIONS * 8
+        assert (
+            C51Net(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11).output_dim == NUM_ACTIONS * 11
+        )
+        assert (
+            RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11).output_dim
+            == NUM_ACTIONS * 11
+        )
+        assert (
+            QRDQNet(**FRAME, action_shape=NUM_ACTIONS, num_quantiles=8).output_dim
+            == NUM_ACTIONS * 8
+        )
+
+    @pytest.mark.parametrize("net_class", [C51Net, RainbowNet, QRDQNet])
+    def test_distributional_nets_take_keyword_arguments_only(self, net_class: type) -> None:
+        """As published: ``C51Net(4, 84, 84, 6)`` is refused, so that a frame shape can never be
+        mistaken for an action count."""
+        with pytest.raises(TypeError, match="positional"):
+            net_class(C, H, W, NUM_ACTIONS)
+        assert net_class(c=C, h=H, w=W, action_shape=NUM_ACTIONS).action_num == NUM_ACTIONS
 
     def test_the_torso_width_follows_the_frame_size(self) -> None:
         # 64x64: (64 - 8) / 4 + 1 = 15 -> (15 - 4) / 2 + 1 = 6 -> 6 - 3 + 1 = 4
@@ -140,10 +164,10 @@ class TestDistributions:
     @pytest.mark.parametrize(
         "make",
         [
-            lambda: C51Net(C, H, W, NUM_ACTIONS, num_atoms=11),
-            lambda: RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=11),
-            lambda: RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=11, is_dueling=False),
-            lambda: RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=11, is_noisy=False),
+            lambda: C51Net(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11),
+            lambda: RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11),
+            lambda: RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11, is_dueling=False),
+            lambda: RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11, is_noisy=False),
         ],
     )
     def test_c51_and_rainbow_output_distributions_over_the_atoms(self, make: Callable) -> None:
@@ -167,7 +191,7 @@ class FixedOutput(nn.Module):
 class TestRainbowHeads:
     def test_dueling_combination_by_hand(self) -> None:
         num_atoms = 3
-        net = RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=num_atoms)
+        net = RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=num_atoms)
         rng = np.random.default_rng(1)
         q = rng.normal(size=(2, NUM_ACTIONS * num_atoms))
         v = rng.normal(size=(2, num_atoms))
@@ -183,7 +207,7 @@ class TestRainbowHeads:
                 np.testing.assert_allclose(probs[b, a].numpy(), expected, rtol=1e-12)
 
     def test_without_dueling_the_advantage_head_alone_gives_the_logits(self) -> None:
-        net = RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=3, is_dueling=False)
+        net = RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=3, is_dueling=False)
         assert not hasattr(net, "V")
         q = torch.randn(2, NUM_ACTIONS * 3, generator=torch.Generator().manual_seed(2))
         net.Q = FixedOutput(q)
@@ -193,7 +217,9 @@ class TestRainbowHeads:
     @pytest.mark.parametrize("is_dueling", [True, False])
     def test_noisy_heads_apply_resampled_noise_in_train_mode_only(self, is_dueling: bool) -> None:
         torch.manual_seed(0)
-        net = RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=5, is_dueling=is_dueling, noisy_std=0.5)
+        net = RainbowNet(
+            **FRAME, action_shape=NUM_ACTIONS, num_atoms=5, is_dueling=is_dueling, noisy_std=0.5
+        )
         noisy = [m for m in net.modules() if isinstance(m, NoisyLinear)]
         assert len(noisy) == (4 if is_dueling else 2)
         assert all(layer.sigma == 0.5 for layer in noisy)
@@ -214,7 +240,7 @@ class TestRainbowHeads:
         assert torch.allclose(net(obs)[0], deterministic)
 
     def test_without_noise_the_heads_are_plain_linear_layers(self) -> None:
-        net = RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=5, is_noisy=False)
+        net = RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=5, is_noisy=False)
         assert not any(isinstance(m, NoisyLinear) for m in net.modules())
         assert not sample_noise(net)
         obs = frames()
@@ -320,12 +346,14 @@ def make_dqn() -> Algorithm:
 
 
 def make_c51() -> Algorithm:
-    policy = q_learning(C51Net(C, H, W, NUM_ACTIONS, num_atoms=11), C51Policy, num_atoms=11)
+    policy = q_learning(
+        C51Net(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11), C51Policy, num_atoms=11
+    )
     return C51(policy=policy, optim=AdamOptimizerFactory(lr=1e-3), target_update_freq=2)
 
 
 def make_rainbow() -> Algorithm:
-    model = RainbowNet(C, H, W, NUM_ACTIONS, num_atoms=11)
+    model = RainbowNet(**FRAME, action_shape=NUM_ACTIONS, num_atoms=11)
     policy = q_learning(model, C51Policy, num_atoms=11)
     return RainbowDQN(
         policy=policy,
@@ -336,7 +364,7 @@ def make_rainbow() -> Algorithm:
 
 
 def make_qrdqn() -> Algorithm:
-    policy = q_learning(QRDQNet(C, H, W, NUM_ACTIONS, num_quantiles=8), QRDQNPolicy)
+    policy = q_learning(QRDQNet(**FRAME, action_shape=NUM_ACTIONS, num_quantiles=8), QRDQNPolicy)
     return QRDQN(policy=policy, optim=AdamOptimizerFactory(lr=1e-3), num_quantiles=8)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tianshou.algorithm import RandomActionPolicy
 from tianshou.data import Collector, VectorReplayBuffer
-from tianshou.env import DummyVectorEnv, SubprocVectorEnv
+from tianshou.env import DummyVectorEnv, ShmemVectorEnv, SubprocVectorEnv
 from tianshou.env.atari import atari_wrapper
 from tianshou.env.atari._envpool_venv import EnvPoolAtariVenv, envpool_task
 from tianshou.env.atari.atari_wrapper import (
@@ -368,6 +368,19 @@ def test_atari_env_factory_gymnasium_training_and_test_envs_differ() -> None:
     assert {EpisodicLifeEnv, ClipRewardEnv, FireResetEnv} <= _wrapper_types(training_env)
     assert not {EpisodicLifeEnv, ClipRewardEnv} & _wrapper_types(test_env)
     assert FireResetEnv in _wrapper_types(test_env)
+
+
+def test_atari_env_factory_defaults_to_shared_memory_subprocesses() -> None:
+    """Without EnvPool, the frame stacks of the default vector envs come through shared memory."""
+    factory = AtariEnvFactory(BREAKOUT, 4, use_envpool_if_available=False)
+    assert factory.venv_type is VectorEnvType.SUBPROC_SHARED_MEM_AUTO
+    venv = factory.create_venv(1, EnvMode.TEST, seed=0)
+    try:
+        assert isinstance(venv, ShmemVectorEnv)
+        obs, _ = venv.reset()
+        assert obs.shape == (1, 4, 84, 84) and obs.dtype == np.uint8
+    finally:
+        venv.close()
 
 
 def test_atari_env_factory_rejects_bad_frame_stack() -> None:

@@ -100,7 +100,31 @@ def test_prepare_dict_for_logging_takes_the_published_arguments(log_dir: str) ->
         input_dict=data, parent_key="p", delimiter=".", exclude_arrays=True
     )
     assert flat == {"p.a.b": 1.0}
-    assert set(logger.prepare_dict_for_logging(data)) == {"a/b", "arr"}  # the logger's setting
+    assert logger.prepare_dict_for_logging(data) == {"a/b": 1.0}  # arrays excluded by default
+    with_arrays = logger.prepare_dict_for_logging(data, exclude_arrays=False)
+    assert set(with_arrays) == {"a/b", "arr"}
+
+
+def test_log_methods_follow_the_loggers_exclude_arrays_setting(log_dir: str) -> None:
+    """The published default of ``prepare_dict_for_logging`` drops arrays, but what the
+    ``log_*`` methods write follows the logger's own setting."""
+    data = {"returns": np.arange(3.0), "mean": 1.0}
+    for exclude_arrays, subdir in ((True, "excluded"), (False, "kept")):
+        path = f"{log_dir}/{subdir}"
+        TensorboardLogger(SummaryWriter(path), exclude_arrays=exclude_arrays).log_test_data(data, 0)
+        accumulator = EventAccumulator(path)
+        accumulator.Reload()
+        assert "test/mean" in accumulator.Tags()["scalars"]
+        assert ("test/returns" in accumulator.Tags()["histograms"]) is not exclude_arrays
+
+
+def test_default_save_interval_checkpoints_every_epoch(log_dir: str) -> None:
+    saved: list[int] = []
+    logger = TensorboardLogger(SummaryWriter(log_dir))
+    for epoch in range(1, 4):
+        logger.save_data(epoch, 10 * epoch, epoch, lambda e, *_: saved.append(e) or "ckpt.pt")
+    assert saved == [1, 2, 3]
+    assert TensorboardLogger(SummaryWriter(log_dir)).restore_data() == (3, 30, 3)
 
 
 def test_save_data_takes_update_step_by_name(log_dir: str) -> None:

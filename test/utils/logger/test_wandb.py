@@ -147,3 +147,14 @@ def test_save_data_guard_and_update_step_keyword(
     saved = [artifact.metadata["save/epoch"] for artifact in fake_wandb.run.artifacts]
     assert saved == [1, 3]
     assert fake_wandb.run.artifacts[-1].metadata["save/gradient_step"] == 30
+
+
+def test_default_save_interval_uploads_a_checkpoint_every_epoch(
+    fake_wandb: types.SimpleNamespace, tmp_path: Any
+) -> None:
+    checkpoint = tmp_path / "ckpt.pt"
+    checkpoint.write_text("weights")
+    logger = WandbLogger()
+    for epoch in (1, 2, 3):
+        logger.save_data(epoch, epoch, epoch, save_checkpoint_fn=lambda *_: str(checkpoint))
+    assert [a.metadata["save/epoch"] for a in fake_wandb.run.artifacts] == [1, 2, 3]

@@ -289,6 +289,20 @@ def test_branching_net_matches_naive_dueling_formula() -> None:
         torch.testing.assert_close(net(obs)[0][:, b], expected)
 
 
+def test_branching_net_hidden_sizes_none_means_no_hidden_layers() -> None:
+    net = BranchingNet(
+        state_shape=3,
+        num_branches=2,
+        action_per_branch=4,
+        common_hidden_sizes=None,
+        value_hidden_sizes=None,
+        action_hidden_sizes=None,
+    )
+    assert net.common.output_dim == 3
+    linear_shapes = [tuple(m.weight.shape) for m in net.modules() if isinstance(m, nn.Linear)]
+    assert linear_shapes == [(1, 3), (4, 3), (4, 3)]  # one layer per stream, none shared
+
+
 def test_branching_net_gradients_reach_every_stream() -> None:
     net = make_branching_net()
     q_BNA, _ = net(np.random.default_rng(0).normal(size=(3, 2, 3)))

@@ -221,7 +221,8 @@ class C51Net(DQNet):
     """A :class:`DQNet` whose head outputs per-action return distributions (Bellemare et al.
     2017), for :class:`~tianshou.algorithm.modelfree.c51.C51`.
 
-    >>> probs, _ = C51Net(4, 84, 84, action_shape=6, num_atoms=51)(np.zeros((2, 4, 84, 84)))
+    >>> net = C51Net(c=4, h=84, w=84, action_shape=6, num_atoms=51)
+    >>> probs, _ = net(np.zeros((2, 4, 84, 84)))
     >>> probs.shape
     torch.Size([2, 6, 51])
 
@@ -233,7 +234,7 @@ class C51Net(DQNet):
     """
 
     def __init__(
-        self, c: int, h: int, w: int, action_shape: TActionShape, num_atoms: int = 51
+        self, *, c: int, h: int, w: int, action_shape: TActionShape, num_atoms: int = 51
     ) -> None:
         action_num = int(np.prod(action_shape))
         super().__init__(c, h, w, [action_num * num_atoms])
@@ -263,7 +264,7 @@ class RainbowNet(DQNet):
     only and is redrawn by :class:`~tianshou.algorithm.modelfree.rainbow.RainbowDQN` before each
     update.
 
-    >>> net = RainbowNet(4, 84, 84, action_shape=6, num_atoms=11)
+    >>> net = RainbowNet(c=4, h=84, w=84, action_shape=6, num_atoms=11)
     >>> probs, _ = net(np.zeros((2, 4, 84, 84)))
     >>> probs.shape, net.output_dim
     (torch.Size([2, 6, 11]), 66)
@@ -280,6 +281,7 @@ class RainbowNet(DQNet):
 
     def __init__(
         self,
+        *,
         c: int,
         h: int,
         w: int,
@@ -333,7 +335,8 @@ class QRDQNet(DQNet):
     """A :class:`DQNet` whose head outputs ``num_quantiles`` return quantiles per action
     (Dabney et al. 2017), for :class:`~tianshou.algorithm.modelfree.qrdqn.QRDQN`.
 
-    >>> quantiles, _ = QRDQNet(4, 84, 84, action_shape=6, num_quantiles=8)(np.zeros((2, 4, 84, 84)))
+    >>> net = QRDQNet(c=4, h=84, w=84, action_shape=6, num_quantiles=8)
+    >>> quantiles, _ = net(np.zeros((2, 4, 84, 84)))
     >>> quantiles.shape
     torch.Size([2, 6, 8])
 
@@ -345,7 +348,7 @@ class QRDQNet(DQNet):
     """
 
     def __init__(
-        self, c: int, h: int, w: int, action_shape: TActionShape, num_quantiles: int = 200
+        self, *, c: int, h: int, w: int, action_shape: TActionShape, num_quantiles: int = 200
     ) -> None:
         action_num = int(np.prod(action_shape))
         super().__init__(c, h, w, [action_num * num_quantiles])

@@ -428,7 +428,9 @@ class AtariEnvFactory(EnvFactoryRegistered):
     :param scale: whether observations are ``float32`` in [0, 1] instead of ``uint8``.
     :param use_envpool_if_available: use EnvPool for vector envs when it is installed and knows
         the game.
-    :param venv_type: how vector envs are built without EnvPool.
+    :param venv_type: how vector envs are built without EnvPool. The default runs each env in
+        its own process and passes the frame stacks through shared memory, which spares copying
+        them through pipes (spawned processes on macOS, where forking is unsafe).
     """
 
     def __init__(
@@ -437,7 +439,7 @@ class AtariEnvFactory(EnvFactoryRegistered):
         frame_stack: int,
         scale: int | bool = 0,
         use_envpool_if_available: bool = True,
-        venv_type: VectorEnvType = VectorEnvType.SUBPROC,
+        venv_type: VectorEnvType = VectorEnvType.SUBPROC_SHARED_MEM_AUTO,
     ) -> None:
         if frame_stack < 1:
             raise ValueError(f"frame_stack must be at least 1, got {frame_stack}")

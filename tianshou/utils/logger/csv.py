@@ -48,7 +48,8 @@ class CSVLogger(BaseLogger):
     :param test_interval: minimum env steps between two writes of test data.
     :param update_interval: minimum update steps between two writes of update data.
     :param info_interval: minimum epochs between two writes of info data.
-    :param save_interval: minimum epochs between two checkpoints.
+    :param save_interval: minimum epochs between two checkpoints; None: a checkpoint after
+        every epoch, as with the other loggers.
     """
 
     def __init__(
@@ -58,7 +59,7 @@ class CSVLogger(BaseLogger):
         test_interval: int = 1,
         update_interval: int = 1000,
         info_interval: int = 1,
-        save_interval: int = 1,
+        save_interval: int | None = None,
     ) -> None:
         super().__init__(
             training_interval, test_interval, update_interval, info_interval, save_interval

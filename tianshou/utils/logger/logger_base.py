@@ -103,12 +103,21 @@ class BaseLogger(ABC):
         """
         return flatten_dict_for_logging(log_data, exclude_arrays=self.exclude_arrays)
 
+    def _prepare_for_write(self, log_data: dict[str, Any]) -> dict[str, VALID_LOG_VALS_TYPE]:
+        """What the ``log_*`` methods pass to :meth:`write` for ``log_data``: by default the
+        result of :meth:`prepare_dict_for_logging`, which a user's logger may override.
+
+        A backend whose :meth:`prepare_dict_for_logging` takes further options overrides this to
+        apply the logger's own settings to what it writes.
+        """
+        return self.prepare_dict_for_logging(log_data)
+
     def _log_if_due(self, scope: DataScope, step_name: str, log_data: dict, step: int) -> bool:
         """Write ``log_data`` under ``scope`` if its interval has passed; return whether it did."""
         attr = _LAST_STEP_ATTR[scope]
         if step - getattr(self, attr) < getattr(self, _INTERVAL_ATTR[scope]):
             return False
-        flat = self.prepare_dict_for_logging(log_data)
+        flat = self._prepare_for_write(log_data)
         self.write(f"{scope.value}/{step_name}", step, flat)
         setattr(self, attr, step)
         return True

@@ -46,10 +46,12 @@ class TensorboardLogger(BaseLogger):
     :param test_interval: minimum env steps between two writes of test data.
     :param update_interval: minimum update steps between two writes of update data.
     :param info_interval: minimum epochs between two writes of info data.
-    :param save_interval: minimum epochs between two checkpoints.
+    :param save_interval: minimum epochs between two checkpoints; None: a checkpoint after
+        every epoch (the trainer calls :meth:`save_data` once per epoch).
     :param write_flush: flush the writer after every write, so the files are current while
         training runs (costs a little time per write).
-    :param exclude_arrays: drop numpy arrays instead of writing them as histograms.
+    :param exclude_arrays: drop numpy arrays from what the ``log_*`` methods write, instead of
+        writing them as histograms.
     """
 
     def __init__(
@@ -59,7 +61,7 @@ class TensorboardLogger(BaseLogger):
         test_interval: int = 1,
         update_interval: int = 1000,
         info_interval: int = 1,
-        save_interval: int = 1,
+        save_interval: int | None = None,
         write_flush: bool = True,
         exclude_arrays: bool = True,
     ) -> None:
@@ -79,19 +81,24 @@ class TensorboardLogger(BaseLogger):
         input_dict: dict[str, Any],
         parent_key: str = "",
         delimiter: str = "/",
-        exclude_arrays: bool | None = None,
+        exclude_arrays: bool = True,
     ) -> dict[str, VALID_LOG_VALS_TYPE]:
         """Flatten ``input_dict`` into ``"a/b"`` tags with scalar (or array) values.
+
+        Values that are neither numbers nor arrays (strings, None, tensors) are dropped.
 
         :param input_dict: nested dict, e.g. ``dataclasses.asdict`` of a stats record.
         :param parent_key: prefix of every tag.
         :param delimiter: joins the levels of a tag.
-        :param exclude_arrays: drop arrays instead of writing them as histograms (None: the
-            logger's ``exclude_arrays`` setting).
+        :param exclude_arrays: drop numpy arrays, keeping scalars only. The ``log_*`` methods
+            pass the logger's ``exclude_arrays`` setting instead of this default.
         """
-        if exclude_arrays is None:
-            exclude_arrays = self.exclude_arrays
         return flatten_dict_for_logging(input_dict, parent_key, delimiter, exclude_arrays)
+
+    def _prepare_for_write(self, log_data: dict[str, Any]) -> dict[str, VALID_LOG_VALS_TYPE]:
+        """Flatten with the logger's ``exclude_arrays`` setting, so that kept arrays become
+        histograms."""
+        return self.prepare_dict_for_logging(log_data, exclude_arrays=self.exclude_arrays)
 
     def write(self, step_type: str, step: int, data: dict[str, VALID_LOG_VALS_TYPE]) -> None:
         scope = step_type.split("/", 1)[0]

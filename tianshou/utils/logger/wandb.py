@@ -39,7 +39,8 @@ class WandbLogger(BaseLogger):
     :param test_interval: minimum env steps between two writes of test data.
     :param update_interval: minimum update steps between two writes of update data.
     :param info_interval: minimum epochs between two writes of info data.
-    :param save_interval: minimum epochs between two checkpoint uploads.
+    :param save_interval: minimum epochs between two checkpoint uploads; None: an upload after
+        every epoch (the trainer calls :meth:`save_data` once per epoch).
     :param write_flush: flush the TensorBoard writer after every write.
     :param project: the W&B project (default: ``$WANDB_PROJECT`` or ``"tianshou"``).
     :param name: the run's display name.
@@ -60,7 +61,7 @@ class WandbLogger(BaseLogger):
         test_interval: int = 1,
         update_interval: int = 1000,
         info_interval: int = 1,
-        save_interval: int = 1000,
+        save_interval: int | None = None,
         write_flush: bool = True,
         project: str | None = None,
         name: str | None = None,

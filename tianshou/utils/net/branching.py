@@ -31,11 +31,12 @@ class BranchingNet(ActionReprNet[Any]):
     :param state_shape: shape of one observation; its product is the input width.
     :param num_branches: number of sub-actions (action dimensions); at least 1.
     :param action_per_branch: number of values each sub-action can take; at least 1.
-    :param common_hidden_sizes: hidden widths of the shared body; empty feeds the flattened
-        observation to the streams directly.
-    :param value_hidden_sizes: hidden widths of the state-value stream (output width 1).
+    :param common_hidden_sizes: hidden widths of the shared body; None or empty: no shared
+        layers, the flattened observation feeds the streams directly.
+    :param value_hidden_sizes: hidden widths of the state-value stream (output width 1); None or
+        empty: a single linear layer.
     :param action_hidden_sizes: hidden widths of each branch's advantage stream (output width
-        ``action_per_branch``).
+        ``action_per_branch``); None or empty: a single linear layer.
     :param norm_layer: see :class:`MLP`; used in every stream.
     :param norm_args: see :class:`MLP`.
     :param activation: see :class:`MLP`; used in every stream.
@@ -48,9 +49,9 @@ class BranchingNet(ActionReprNet[Any]):
         state_shape: int | Sequence[int],
         num_branches: int = 0,
         action_per_branch: int = 2,
-        common_hidden_sizes: Sequence[int] = (),
-        value_hidden_sizes: Sequence[int] = (),
-        action_hidden_sizes: Sequence[int] = (),
+        common_hidden_sizes: Sequence[int] | None = None,
+        value_hidden_sizes: Sequence[int] | None = None,
+        action_hidden_sizes: Sequence[int] | None = None,
         norm_layer: ModuleType | None = None,
         norm_args: ArgsType | None = None,
         activation: ModuleType | None = nn.ReLU,
@@ -72,18 +73,21 @@ class BranchingNet(ActionReprNet[Any]):
         self.action_per_branch = action_per_branch
         self.common = MLP(
             input_dim=int(np.prod(as_shape_tuple(state_shape))),
-            hidden_sizes=common_hidden_sizes,
+            hidden_sizes=common_hidden_sizes or (),
             **layer_kwargs,
         )
         feature_dim = self.common.output_dim
         self.value = MLP(
-            input_dim=feature_dim, output_dim=1, hidden_sizes=value_hidden_sizes, **layer_kwargs
+            input_dim=feature_dim,
+            output_dim=1,
+            hidden_sizes=value_hidden_sizes or (),
+            **layer_kwargs,
         )
         self.branches = nn.ModuleList(
             MLP(
                 input_dim=feature_dim,
                 output_dim=action_per_branch,
-                hidden_sizes=action_hidden_sizes,
+                hidden_sizes=action_hidden_sizes or (),
                 **layer_kwargs,
             )
             for _ in range(num_branches)
