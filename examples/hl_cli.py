@@ -8,8 +8,9 @@ are the benchmark hyper-parameters, and ends with::
 
 :func:`run_cli` turns every parameter of ``main`` into an option, spelt with dashes or with
 underscores (``--epoch-num-steps 1000`` or ``--epoch_num_steps 1000``), parsed by the
-parameter's type annotation; options not given keep ``main``'s defaults. ``--help`` lists them
-with the ``:param name:`` lines of ``main``'s docstring.
+parameter's type annotation (an enum's members by name, in any case:
+``--experiment_launcher joblib``); options not given keep ``main``'s defaults. ``--help`` lists
+them with the ``:param name:`` lines of ``main``'s docstring.
 
     python examples/mujoco/mujoco_ppo_hl.py --task Walker2d-v5 --hidden-sizes 32 32 --no-lr-decay
 """
@@ -48,12 +49,15 @@ def _parse_none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def _enum_parser(enum_type: type[enum.Enum]) -> Callable[[str], enum.Enum]:
+    """Members by name, in any case (``--experiment-launcher joblib`` gives ``JOBLIB``)."""
+    by_folded_name = {name.casefold(): member for name, member in enum_type.__members__.items()}
+
     def parse(text: str) -> enum.Enum:
-        try:
-            return enum_type[text]
-        except KeyError:
+        member = enum_type.__members__.get(text, by_folded_name.get(text.casefold()))
+        if member is None:
             names = ", ".join(enum_type.__members__)
-            raise argparse.ArgumentTypeError(f"{text!r} is none of {names}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is none of {names} (any case)")
+        return member
 
     parse.__name__ = enum_type.__name__
     return parse

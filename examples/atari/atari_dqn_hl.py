@@ -9,11 +9,13 @@ an experiment builder; ``--icm-lr-scale`` > 0 adds an intrinsic curiosity module
 import sys
 from pathlib import Path
 
+from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import (
     IntermediateModuleFactoryAtariDQN,
     IntermediateModuleFactoryAtariDQNFeatures,
 )
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
+from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
 from tianshou.highlevel.params.algorithm_params import DQNParams
@@ -27,6 +29,8 @@ from tianshou.highlevel.trainer import (
 def main(
     task: str = "PongNoFrameskip-v4",
     persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 0,
     watch: bool = False,
     scale_obs: bool = False,
@@ -49,11 +53,15 @@ def main(
     icm_lr_scale: float = 0.0,
     icm_reward_scale: float = 0.01,
     icm_forward_loss_weight: float = 0.2,
-) -> ExperimentResult:
+) -> ExperimentResult | list[InfoStats | None]:
     """Train DQN on the Atari game ``task`` and return the experiment's result.
 
     :param task: a gymnasium ALE task without frame skip.
     :param persistence_base_dir: where the run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ... (several
+        are evaluated together with rliable).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of the trained policy.
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param eps_train: exploration rate at the start; it decays linearly to ``eps_train_final``
@@ -103,7 +111,7 @@ def main(
                 forward_loss_weight=icm_forward_loss_weight,
             )
         )
-    return builder.build().run()
+    return builder.build_and_run(num_experiments, experiment_launcher)
 
 
 if __name__ == "__main__":

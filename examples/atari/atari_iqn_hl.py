@@ -10,8 +10,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import IntermediateModuleFactoryAtariDQN
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
+from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, IQNExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import IQNParams
@@ -24,6 +26,8 @@ from tianshou.highlevel.trainer import (
 def main(
     task: str = "PongNoFrameskip-v4",
     persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 0,
     watch: bool = False,
     scale_obs: bool = False,
@@ -48,11 +52,15 @@ def main(
     target_sample_size: int = 8,
     num_cosines: int = 64,
     hidden_sizes: Sequence[int] = (512,),
-) -> ExperimentResult:
+) -> ExperimentResult | list[InfoStats | None]:
     """Train IQN on the Atari game ``task`` and return the experiment's result.
 
     :param task: a gymnasium ALE task without frame skip.
     :param persistence_base_dir: where the run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ... (several
+        are evaluated together with rliable).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of the trained policy.
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param eps_train: exploration rate at the start; it decays linearly to ``eps_train_final``
@@ -64,7 +72,7 @@ def main(
     :param num_cosines: cosines embedding each fraction.
     :param hidden_sizes: hidden layers of the quantile head.
     """
-    experiment = (
+    return (
         IQNExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -99,9 +107,8 @@ def main(
         .with_epoch_train_callback(EpochTrainCallbackDQNEpsLinearDecay(eps_train, eps_train_final))
         .with_epoch_test_callback(EpochTestCallbackDQNSetEps(eps_test))
         .with_epoch_stop_callback(AtariEpochStopCallback(task))
-        .build()
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    return experiment.run()
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@ an experiment builder; ``--icm-lr-scale`` > 0 adds an intrinsic curiosity module
 import sys
 from pathlib import Path
 
+from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import (
     ActorFactoryAtariDQN,
     IntermediateModuleFactoryAtariDQNFeatures,
 )
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
+from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OnPolicyTrainingConfig
 from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, PPOExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import PPOParams
@@ -25,6 +27,8 @@ from tianshou.highlevel.params.optim import OptimizerFactoryFactoryAdam
 def main(
     task: str = "PongNoFrameskip-v4",
     persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 4213,
     watch: bool = False,
     scale_obs: bool = True,
@@ -54,11 +58,15 @@ def main(
     icm_lr_scale: float = 0.0,
     icm_reward_scale: float = 0.01,
     icm_forward_loss_weight: float = 0.2,
-) -> ExperimentResult:
+) -> ExperimentResult | list[InfoStats | None]:
     """Train PPO on the Atari game ``task`` and return the experiment's result.
 
     :param task: a gymnasium ALE task without frame skip.
     :param persistence_base_dir: where the run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ... (several
+        are evaluated together with rliable).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of the trained policy.
     :param scale_obs: let the network divide the uint8 pixels by 255.
     :param hidden_size: width of the layer on the shared Nature-DQN torso (and of the ICM's).
@@ -121,7 +129,7 @@ def main(
                 forward_loss_weight=icm_forward_loss_weight,
             )
         )
-    return builder.build().run()
+    return builder.build_and_run(num_experiments, experiment_launcher)
 
 
 if __name__ == "__main__":

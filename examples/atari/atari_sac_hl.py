@@ -9,8 +9,10 @@ an experiment builder.
 import sys
 from pathlib import Path
 
+from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import ActorFactoryAtariDQN
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
+from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import (
     DiscreteSACExperimentBuilder,
@@ -24,6 +26,8 @@ from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
 def main(
     task: str = "PongNoFrameskip-v4",
     persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 4213,
     watch: bool = False,
     scale_obs: bool = False,
@@ -45,11 +49,15 @@ def main(
     num_training_envs: int = 10,
     num_test_envs: int = 10,
     frames_stack: int = 4,
-) -> ExperimentResult:
+) -> ExperimentResult | list[InfoStats | None]:
     """Train discrete SAC on the Atari game ``task`` and return the experiment's result.
 
     :param task: a gymnasium ALE task without frame skip.
     :param persistence_base_dir: where the run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ... (several
+        are evaluated together with rliable).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of the trained policy.
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param n_step: n-step return horizon.
@@ -57,7 +65,7 @@ def main(
     :param auto_alpha: tune the entropy coefficient towards 0.98 x log(number of actions).
     :param hidden_size: width of the layer on the shared Nature-DQN torso.
     """
-    experiment = (
+    return (
         DiscreteSACExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -88,6 +96,7 @@ def main(
                     else alpha
                 ),
                 n_step_return_horizon=n_step,
+                deterministic_eval=True,  # as the procedural script's policy
             )
         )
         .with_actor_factory(
@@ -97,9 +106,8 @@ def main(
         )
         .with_common_critic_factory_use_actor()
         .with_epoch_stop_callback(AtariEpochStopCallback(task))
-        .build()
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    return experiment.run()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tianshou.data import InfoStats
+from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
@@ -19,6 +21,8 @@ from tianshou.highlevel.trainer import EpochStopCallbackRewardThreshold
 def main(
     task: str = "CartPole-v1",
     persistence_base_dir: str = "log",
+    num_experiments: int = 1,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     persistence_enabled: bool = False,
     seed: int = 0,
     watch: bool = True,
@@ -40,11 +44,15 @@ def main(
     eps_train: float = 0.3,
     eps_test: float = 0.0,
     reward_threshold: float = 195,
-) -> ExperimentResult:
+) -> ExperimentResult | list[InfoStats | None]:
     """Train DQN on ``task`` and return the experiment's result.
 
     :param task: a gymnasium task with discrete actions.
     :param persistence_base_dir: where the run writes its policy and logs.
+    :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ... (several
+        are evaluated together with rliable).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param persistence_enabled: whether to write them at all.
     :param watch: after training, run ``watch_num_episodes`` episodes of the policy, shown in a
         window (when there is a display) with ``watch_render`` seconds between frames.
@@ -53,7 +61,7 @@ def main(
     :param eps_test: exploration rate in test episodes.
     :param reward_threshold: stop training once the mean test return reaches this.
     """
-    experiment = (
+    return (
         DQNExperimentBuilder(
             EnvFactoryRegistered(task=task, venv_type=VectorEnvType.DUMMY),
             ExperimentConfig(
@@ -87,9 +95,8 @@ def main(
         )
         .with_model_factory_default(hidden_sizes=hidden_sizes)
         .with_epoch_stop_callback(EpochStopCallbackRewardThreshold(reward_threshold))
-        .build()
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    return experiment.run()
 
 
 if __name__ == "__main__":

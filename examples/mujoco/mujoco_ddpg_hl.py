@@ -13,7 +13,7 @@ from pathlib import Path
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
-from tianshou.highlevel.experiment import DDPGExperimentBuilder, ExperimentConfig
+from tianshou.highlevel.experiment import DDPGExperimentBuilder, ExperimentConfig, ExperimentResult
 from tianshou.highlevel.params.algorithm_params import DDPGParams
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
 
@@ -24,7 +24,7 @@ def main(
     task: str = "Hopper-v5",
     persistence_base_dir: str = "log",
     num_experiments: int = 1,
-    run_sequential: bool = False,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
     buffer_size: int = 1000000,
@@ -43,18 +43,20 @@ def main(
     num_training_envs: int = 1,
     num_test_envs: int = 10,
     exploration_noise: float = 0.1,
-) -> list[InfoStats | None]:
-    """Train DDPG on ``task`` with ``num_experiments`` seeds; return their results.
+) -> ExperimentResult | list[InfoStats | None]:
+    """Train DDPG on ``task`` with ``num_experiments`` seeds; return the result of the
+    single run, or the training results of the seeds (then also evaluated with rliable).
 
     :param task: the MuJoCo task.
     :param persistence_base_dir: where each run writes its policy and logs.
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
-    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param start_timesteps: uniformly random env steps collected before training.
     :param exploration_noise: std of the Gaussian action noise, as a fraction of the max action.
     """
-    experiment = (
+    return (
         DDPGExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -83,10 +85,8 @@ def main(
         )
         .with_actor_factory_default(hidden_sizes)
         .with_critic_factory_default(hidden_sizes)
-        .build_seeded_collection(num_experiments)
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
-    return experiment.run(launcher.create_launcher())
 
 
 if __name__ == "__main__":

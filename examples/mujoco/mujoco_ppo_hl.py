@@ -16,7 +16,7 @@ import torch
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OnPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, PPOExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, PPOExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import PPOParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 
@@ -27,7 +27,7 @@ def main(
     task: str = "Hopper-v5",
     persistence_base_dir: str = "log",
     num_experiments: int = 1,
-    run_sequential: bool = False,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
     buffer_size: int = 4096,
@@ -53,13 +53,15 @@ def main(
     value_clip: bool = False,
     advantage_normalization: bool = False,
     recompute_advantage: bool = True,
-) -> list[InfoStats | None]:
-    """Train PPO on ``task`` with ``num_experiments`` seeds and return their results.
+) -> ExperimentResult | list[InfoStats | None]:
+    """Train PPO on ``task`` with ``num_experiments`` seeds; return the result of the
+    single run, or the training results of the seeds (then also evaluated with rliable).
 
     :param task: the MuJoCo task.
     :param persistence_base_dir: where each run writes its policy and logs.
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
-    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param lr_decay: decay the learning rate linearly to 0 over the run.
     """
@@ -73,7 +75,7 @@ def main(
         collection_step_num_env_steps=collection_step_num_env_steps,
         update_step_num_repetitions=update_step_num_repetitions,
     )
-    experiment = (
+    return (
         PPOExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=True),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -99,10 +101,8 @@ def main(
         )
         .with_actor_factory_default(hidden_sizes, torch.nn.Tanh, continuous_unbounded=True)
         .with_critic_factory_default(hidden_sizes, torch.nn.Tanh)
-        .build_seeded_collection(num_experiments)
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
-    return experiment.run(launcher.create_launcher())
 
 
 if __name__ == "__main__":

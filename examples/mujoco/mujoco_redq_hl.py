@@ -14,7 +14,7 @@ from typing import Literal
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, REDQExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, REDQExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import REDQParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
 
@@ -25,7 +25,7 @@ def main(
     task: str = "Hopper-v5",
     persistence_base_dir: str = "log",
     num_experiments: int = 1,
-    run_sequential: bool = False,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
     buffer_size: int = 1000000,
@@ -50,13 +50,15 @@ def main(
     alpha: float = 0.2,
     auto_alpha: bool = True,
     alpha_lr: float = 3e-4,
-) -> list[InfoStats | None]:
-    """Train REDQ on ``task`` with ``num_experiments`` seeds; return their results.
+) -> ExperimentResult | list[InfoStats | None]:
+    """Train REDQ on ``task`` with ``num_experiments`` seeds; return the result of the
+    single run, or the training results of the seeds (then also evaluated with rliable).
 
     :param task: the MuJoCo task.
     :param persistence_base_dir: where each run writes its policy and logs.
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
-    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param start_timesteps: uniformly random env steps collected before training.
     :param subset_size: critics of the ensemble that form each target.
@@ -64,7 +66,7 @@ def main(
     :param alpha: the entropy coefficient, unless ``auto_alpha``.
     :param auto_alpha: tune the entropy coefficient towards an entropy of ``-dim(A)``.
     """
-    experiment = (
+    return (
         REDQExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -89,6 +91,7 @@ def main(
                 tau=tau,
                 alpha=AutoAlphaFactoryDefault(lr=alpha_lr) if auto_alpha else alpha,
                 n_step_return_horizon=n_step_return_horizon,
+                deterministic_eval=True,  # as the procedural script's policy
                 ensemble_size=ensemble_size,
                 subset_size=subset_size,
                 actor_delay=actor_delay,
@@ -99,10 +102,8 @@ def main(
             hidden_sizes, continuous_unbounded=True, continuous_conditioned_sigma=True
         )
         .with_critic_ensemble_factory_default(hidden_sizes)
-        .build_seeded_collection(num_experiments)
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
-    return experiment.run(launcher.create_launcher())
 
 
 if __name__ == "__main__":

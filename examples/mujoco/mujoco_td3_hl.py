@@ -13,7 +13,7 @@ from pathlib import Path
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, TD3ExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, TD3ExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import TD3Params
 from tianshou.highlevel.params.env_param import MaxActionScaled
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
@@ -25,7 +25,7 @@ def main(
     task: str = "Hopper-v5",
     persistence_base_dir: str = "log",
     num_experiments: int = 1,
-    run_sequential: bool = False,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
     buffer_size: int = 1000000,
@@ -47,20 +47,22 @@ def main(
     policy_noise: float = 0.2,
     noise_clip: float = 0.5,
     update_actor_freq: int = 2,
-) -> list[InfoStats | None]:
-    """Train TD3 on ``task`` with ``num_experiments`` seeds; return their results.
+) -> ExperimentResult | list[InfoStats | None]:
+    """Train TD3 on ``task`` with ``num_experiments`` seeds; return the result of the
+    single run, or the training results of the seeds (then also evaluated with rliable).
 
     :param task: the MuJoCo task.
     :param persistence_base_dir: where each run writes its policy and logs.
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
-    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param start_timesteps: uniformly random env steps collected before training.
     :param exploration_noise: std of the Gaussian action noise, as a fraction of the max action.
     :param policy_noise: std of the target-action smoothing noise (fraction of the max action).
     :param noise_clip: clip of that noise (fraction of the max action).
     """
-    experiment = (
+    return (
         TD3ExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -93,10 +95,8 @@ def main(
         )
         .with_actor_factory_default(hidden_sizes)
         .with_common_critic_factory_default(hidden_sizes)
-        .build_seeded_collection(num_experiments)
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
-    return experiment.run(launcher.create_launcher())
 
 
 if __name__ == "__main__":

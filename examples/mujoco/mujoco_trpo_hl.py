@@ -16,7 +16,7 @@ import torch
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OnPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, TRPOExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, TRPOExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import TRPOParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 
@@ -27,7 +27,7 @@ def main(
     task: str = "Hopper-v5",
     persistence_base_dir: str = "log",
     num_experiments: int = 1,
-    run_sequential: bool = False,
+    experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
     buffer_size: int = 4096,
@@ -51,13 +51,15 @@ def main(
     max_kl: float = 0.01,
     backtrack_coeff: float = 0.8,
     max_backtracks: int = 10,
-) -> list[InfoStats | None]:
-    """Train TRPO on ``task`` with ``num_experiments`` seeds; return their results.
+) -> ExperimentResult | list[InfoStats | None]:
+    """Train TRPO on ``task`` with ``num_experiments`` seeds; return the result of the
+    single run, or the training results of the seeds (then also evaluated with rliable).
 
     :param task: the MuJoCo task.
     :param persistence_base_dir: where each run writes its policy and logs.
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
-    :param run_sequential: run them one after another instead of in parallel (joblib).
+    :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
+        parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param batch_size: minibatch size; None learns from each collection in one batch.
     :param lr_decay: decay the learning rate linearly to 0 over the run.
@@ -72,7 +74,7 @@ def main(
         collection_step_num_env_steps=collection_step_num_env_steps,
         update_step_num_repetitions=update_step_num_repetitions,
     )
-    experiment = (
+    return (
         TRPOExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=True),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
@@ -96,10 +98,8 @@ def main(
         )
         .with_actor_factory_default(hidden_sizes, torch.nn.Tanh, continuous_unbounded=True)
         .with_critic_factory_default(hidden_sizes, torch.nn.Tanh)
-        .build_seeded_collection(num_experiments)
+        .build_and_run(num_experiments, experiment_launcher)
     )
-    launcher = RegisteredExpLauncher.sequential if run_sequential else RegisteredExpLauncher.joblib
-    return experiment.run(launcher.create_launcher())
 
 
 if __name__ == "__main__":

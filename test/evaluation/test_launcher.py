@@ -24,6 +24,7 @@ from tianshou.evaluation.launcher import (
     _run_on_ray_worker,
     _unpack_dir,
     default_experiment_execution,
+    resolve_launcher,
 )
 
 
@@ -151,11 +152,33 @@ def test_custom_experiment_runner(tmp_path: Path) -> None:
 
 def test_registered_launchers() -> None:
     kinds = {kind: kind.create_launcher() for kind in RegisteredExpLauncher}
-    assert isinstance(kinds[RegisteredExpLauncher.sequential], SequentialExpLauncher)
-    assert isinstance(kinds[RegisteredExpLauncher.joblib], JoblibExpLauncher)
-    assert isinstance(kinds[RegisteredExpLauncher.ray], RayExpLauncher)
-    assert RegisteredExpLauncher("joblib") is RegisteredExpLauncher.joblib
+    assert isinstance(kinds[RegisteredExpLauncher.SEQUENTIAL], SequentialExpLauncher)
+    assert isinstance(kinds[RegisteredExpLauncher.JOBLIB], JoblibExpLauncher)
+    assert isinstance(kinds[RegisteredExpLauncher.RAY], RayExpLauncher)
+    assert [kind.value for kind in RegisteredExpLauncher] == ["JOBLIB", "SEQUENTIAL", "RAY"]
     assert JoblibConfig() == JoblibConfig(n_jobs=-1, backend="loky", verbose=10)
+
+
+@pytest.mark.parametrize(
+    ("name", "launcher_type"),
+    [
+        ("sequential", SequentialExpLauncher),
+        ("JOBLIB", JoblibExpLauncher),
+        ("Ray", RayExpLauncher),
+        (RegisteredExpLauncher.JOBLIB, JoblibExpLauncher),
+    ],
+)
+def test_resolve_launcher_by_kind_or_name_in_any_case(name: Any, launcher_type: type) -> None:
+    assert type(resolve_launcher(name)) is launcher_type
+
+
+def test_resolve_launcher_keeps_a_launcher_and_names_the_choices() -> None:
+    launcher = JoblibExpLauncher(JoblibConfig(n_jobs=2))
+    assert resolve_launcher(launcher) is launcher
+    with pytest.raises(ValueError, match=r"'dask'.*'joblib', 'sequential', 'ray'"):
+        resolve_launcher("dask")
+    with pytest.raises(TypeError, match="launcher must be"):
+        resolve_launcher(3)  # type: ignore[arg-type]
 
 
 def test_pack_and_unpack_directory(tmp_path: Path) -> None:

@@ -80,6 +80,28 @@ def test_load_reads_every_run_and_keeps_their_order(exp_dir: Path) -> None:
     np.testing.assert_allclose(training[2].returns, [20.0, 40.0, 3.0, 7.0])
 
 
+def test_loaded_returns_are_runs_by_env_steps(exp_dir: Path) -> None:
+    result = MultiRunExperimentResult.load_from_disk(str(exp_dir))
+    for steps_E, returns_RE in (
+        (result.test_env_steps_E, result.test_episode_returns_RE),
+        (result.training_env_steps_E, result.training_episode_returns_RE),
+    ):
+        np.testing.assert_array_equal(steps_E, STEPS)
+        np.testing.assert_allclose(returns_RE, np.array(list(RETURNS.values())))
+
+
+def test_evaluation_sequence_entries_summarise_the_runs(exp_dir: Path) -> None:
+    sequence = MultiRunExperimentResult.load_from_disk(str(exp_dir)).to_evaluation_sequence()
+    returns = np.array(list(RETURNS.values()))
+    np.testing.assert_allclose([entry.rew for entry in sequence], returns.mean(axis=0))
+    np.testing.assert_allclose([entry.rew_std for entry in sequence], returns.std(axis=0))
+    # IQM of 4 runs: the mean of the middle two (see test_iqm_profile_json_and_plots)
+    np.testing.assert_allclose([entry.iqm for entry in sequence], [1.5, 11.0, 13.5])
+    for entry, low, high in zip(sequence, returns.min(axis=0), returns.max(axis=0), strict=True):
+        ci_low, ci_high = entry.iqm_confidence_interval
+        assert low <= ci_low <= entry.iqm <= ci_high <= high
+
+
 def test_iqm_profile_json_and_plots(exp_dir: Path) -> None:
     result = MultiRunExperimentResult.load_from_disk(str(exp_dir), exp_name="DQN")
     thresholds = np.array([0.0, 5.0, 10.0, 30.0, 50.0])
@@ -114,6 +136,7 @@ def test_plots_into_given_axes_without_saving(exp_dir: Path) -> None:
     result.eval_results(
         algo_name="mine",
         save_as_json=False,
+        save_plots=False,
         show_plots=False,
         ax_iqm_sample_efficiency=ax_iqm,
         ax_performance_profile=ax_profile,
@@ -154,6 +177,24 @@ def test_load_and_eval_experiment(exp_dir: Path) -> None:
     assert len(result.run_dirs) == 4
     assert (exp_dir / "training_rliable_results.json").exists()
     assert (exp_dir / "training_performance_profile.png").exists()
+    assert not (exp_dir / "test_rliable_results.json").exists()
+
+
+def test_load_and_eval_experiment_evaluates_both_scopes(exp_dir: Path) -> None:
+    load_and_eval_experiment(str(exp_dir), show_plots=False, save_plots=False, scope="both")
+    assert sorted(p.name for p in exp_dir.glob("*.json")) == [
+        "test_rliable_results.json",
+        "training_rliable_results.json",
+    ]
+    assert not list(exp_dir.glob("*.png"))
+
+
+def test_eval_results_saves_plots_by_default(exp_dir: Path) -> None:
+    MultiRunExperimentResult.load_from_disk(str(exp_dir)).eval_results(show_plots=False)
+    assert sorted(p.name for p in exp_dir.glob("*.png")) == [
+        "test_iqm_sample_efficiency.png",
+        "test_performance_profile.png",
+    ]
 
 
 def test_directory_without_runs_is_a_clear_error(tmp_path: Path) -> None:
@@ -167,6 +208,7 @@ def test_run_without_test_returns_is_a_clear_error(tmp_path: Path) -> None:
     writer.add_scalar("update/loss", 1.0, 0)
     writer.close()
     result = MultiRunExperimentResult.load_from_disk(str(tmp_path))
+    assert result.test_episode_returns_RE is None and result.test_env_steps_E is None
     with pytest.raises(ValueError, match=r"no test returns logged in .*run"):
         result.to_evaluation_sequence()
 

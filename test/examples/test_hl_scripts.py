@@ -66,7 +66,6 @@ def assert_run_persisted(run_dir: Path, obs_norm: bool = False) -> None:
 # ---------------------------------------------------------------------------- MuJoCo
 MUJOCO_TINY: dict[str, Any] = {
     "task": MUJOCO_TASK,
-    "run_sequential": True,
     "epoch": 1,
     "epoch_num_steps": 32,
     "num_training_envs": 1,
@@ -102,12 +101,11 @@ def mujoco_env() -> Any:
 @pytest.mark.parametrize("algo", list(MUJOCO_SCRIPTS))
 def test_mujoco_script_trains_and_persists(algo: str, tmp_path: Path) -> None:
     main = importlib.import_module(f"mujoco_{algo}_hl").main
-    results = main(persistence_base_dir=str(tmp_path), **MUJOCO_TINY, **MUJOCO_SCRIPTS[algo])
-    assert len(results) == 1
-    result = results[0]
-    assert isinstance(result, InfoStats)
-    assert result.train_step >= MUJOCO_TINY["epoch_num_steps"]
-    assert result.update_step > 0
+    result = main(persistence_base_dir=str(tmp_path), **MUJOCO_TINY, **MUJOCO_SCRIPTS[algo])
+    assert isinstance(result, ExperimentResult)
+    assert isinstance(result.trainer_result, InfoStats)
+    assert result.trainer_result.train_step >= MUJOCO_TINY["epoch_num_steps"]
+    assert result.trainer_result.update_step > 0
     (run_dir,) = run_dirs(tmp_path)
     assert_run_persisted(run_dir, obs_norm=algo in OBS_NORM)
 
@@ -123,6 +121,28 @@ def test_mujoco_seeded_runs_get_their_own_directories(tmp_path: Path) -> None:
     assert [d.name for d in dirs] == ["seed=7", "seed=8"]
     for run_dir in dirs:
         assert_run_persisted(run_dir, obs_norm=True)
+    # the seeds are evaluated together with rliable
+    assert (dirs[0].parent / "test_rliable_results.json").is_file()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_sac_and_redq_scripts_evaluate_deterministically_as_the_procedural_ones(
+    tmp_path: Path,
+) -> None:
+    for algo in ("sac", "redq"):
+        main = importlib.import_module(f"mujoco_{algo}_hl").main
+        kwargs = {**MUJOCO_TINY, **MUJOCO_SCRIPTS[algo], "epoch": 0, "start_timesteps": 0}
+        result = main(persistence_base_dir=str(tmp_path / algo), **kwargs)
+        assert result.world.algorithm.policy.deterministic_eval
+
+
+def test_noisy_scripts_set_their_exploration_noise(tmp_path: Path) -> None:
+    for algo in ("ddpg", "td3"):
+        main = importlib.import_module(f"mujoco_{algo}_hl").main
+        kwargs = {**MUJOCO_TINY, **OFF_POLICY, "epoch": 0, "start_timesteps": 0}
+        result = main(persistence_base_dir=str(tmp_path / algo), exploration_noise=0.3, **kwargs)
+        noise = result.world.algorithm.policy.exploration_noise
+        assert noise is not None and noise._sigma == pytest.approx(0.3)  # Hopper's max action 1
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -192,8 +212,7 @@ def test_mujoco_env_factory_rejects_discrete_tasks() -> None:
 def world_of(envs: Any, persist_directory: Path, restore_directory: Path | None) -> World:
     return World(
         envs=envs,
-        training_collector=None,  # type: ignore[arg-type]  # the persistence reads envs only
-        test_collector=None,  # type: ignore[arg-type]
+        algorithm=None,  # type: ignore[arg-type]  # the persistence reads envs only
         logger=None,  # type: ignore[arg-type]
         persist_directory=str(persist_directory),
         restore_directory=None if restore_directory is None else str(restore_directory),
@@ -305,24 +324,49 @@ def test_discrete_dqn_without_persistence_writes_nothing(tmp_path: Path) -> None
     assert not any(tmp_path.iterdir())
 
 
+def run_script(script: Path, args: list[str], cwd: Path) -> None:
+    """Run ``script`` as a program (the CLI is imported from ``examples/``), headless."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        env={**env, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def test_script_runs_from_the_command_line(tmp_path: Path) -> None:
-    """Run as a script (the CLI is imported from ``examples/``), with options spelt both ways."""
+    """Options spelt both ways."""
     script = EXAMPLES / "discrete" / "discrete_dqn_hl.py"
     args = ["--epoch", "1", "--epoch_num_steps", "50", "--num-training-envs", "1"]
     args += ["--num-test-envs", "1", "--buffer-size", "100", "--hidden-sizes", "8"]
     args += ["--no-watch", "--persistence-enabled", "--persistence-base-dir", str(tmp_path)]
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    proc = subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=tmp_path,
-        env={**env, "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    args += ["--experiment_launcher", "sequential"]
+    run_script(script, args, tmp_path)
     (run_dir,) = run_dirs(tmp_path)
     assert_run_persisted(run_dir)
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "sequential"])
+def test_mujoco_script_runs_its_seeds_with_the_named_launcher(
+    launcher: str, tmp_path: Path
+) -> None:
+    """The published command line: ``--experiment_launcher joblib|sequential``."""
+    script = EXAMPLES / "mujoco" / "mujoco_reinforce_hl.py"
+    args = ["--task", MUJOCO_TASK, "--epoch", "1", "--epoch_num_steps", "16"]
+    args += ["--num_training_envs", "1", "--num_test_envs", "1", "--hidden_sizes", "8"]
+    args += ["--collection_step_num_env_steps", "16", "--batch_size", "16"]
+    args += ["--num_experiments", "2", "--experiment_launcher", launcher, "--seed", "3"]
+    args += ["--persistence_base_dir", str(tmp_path)]
+    run_script(script, args, tmp_path)
+    dirs = run_dirs(tmp_path)
+    assert [d.name for d in dirs] == ["seed=3", "seed=4"]
+    for run_dir in dirs:
+        assert_run_persisted(run_dir, obs_norm=True)
+    assert (dirs[0].parent / "test_iqm_sample_efficiency.png").is_file()
 
 
 # ---------------------------------------------------------------------------- CLI
@@ -361,7 +405,7 @@ def test_cli_keeps_defaults_of_options_not_given() -> None:
 def test_cli_parses_options_by_annotation() -> None:
     argv = ["--task", "Ant-v5", "--epoch-num-steps", "7", "--lr", "0.5", "--no-lr-decay"]
     argv += ["--hidden-sizes", "3", "4", "5", "--dual-clip", "2", "--method", "tanh"]
-    argv += ["--color", "blue"]
+    argv += ["--color", "BLUE"]
     assert hl_cli().run_cli(cli_target, argv) == {
         "task": "Ant-v5",
         "epoch_num_steps": 7,

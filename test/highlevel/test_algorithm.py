@@ -175,6 +175,7 @@ def make_world(
     training_collector, test_collector = factory.create_train_test_collectors(algorithm, envs)
     world = World(
         envs=envs,
+        algorithm=algorithm,
         training_collector=training_collector,
         test_collector=test_collector,
         logger=LazyLogger(),
@@ -301,7 +302,11 @@ class TestOffPolicyFactories:
 
     def test_ddpg_builds_ddpg_with_noise_and_tau(self, pendulum: Environments) -> None:
         factory = DDPGAlgorithmFactory(
-            DDPGParams(tau=0.01), off_policy_config(), deterministic_actor(), critic(), ADAM
+            DDPGParams(tau=0.01, exploration_noise="default"),
+            off_policy_config(),
+            deterministic_actor(),
+            critic(),
+            ADAM,
         )
         algorithm = factory.create_algorithm(pendulum, "cpu")
         assert type(algorithm) is DDPG
@@ -523,6 +528,41 @@ class TestTrainers:
         after = list(algorithm.policy.parameters())
         assert any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
         assert np.isfinite(result.best_reward)
+
+    @pytest.mark.parametrize(("configured", "expected"), [(-1, 2), (5, 5)])
+    def test_test_step_episodes_default_to_one_per_test_env(
+        self,
+        cartpole: Environments,
+        pendulum: Environments,
+        tmp_path: Any,
+        configured: int,
+        expected: int,
+    ) -> None:
+        config = off_policy_config(num_test_envs=2, test_step_num_episodes=configured)
+        factory = DQNAlgorithmFactory(DQNParams(), config, QNetFactory(), ADAM)
+        _, world = make_world(factory, cartpole, str(tmp_path))
+        trainer = factory.create_trainer(world, PolicyPersistence(enabled=False))
+        assert trainer.params.test_step_num_episodes == expected
+        on_policy = on_policy_config(num_test_envs=2, test_step_num_episodes=configured)
+        ppo_factory = PPOAlgorithmFactory(PPOParams(), on_policy, gaussian_actor(), critic(), ADAM)
+        _, ppo_world = make_world(ppo_factory, pendulum, str(tmp_path))
+        ppo_trainer = ppo_factory.create_trainer(ppo_world, PolicyPersistence(enabled=False))
+        assert ppo_trainer.params.test_step_num_episodes == expected
+
+    def test_create_trainer_needs_a_training_collector(
+        self, cartpole: Environments, tmp_path: Any
+    ) -> None:
+        factory = DQNAlgorithmFactory(DQNParams(), off_policy_config(), QNetFactory(), ADAM)
+        algorithm = factory.create_algorithm(cartpole, "cpu")
+        world = World(
+            envs=cartpole,
+            algorithm=algorithm,
+            logger=LazyLogger(),
+            persist_directory=str(tmp_path),
+            restore_directory=None,
+        )
+        with pytest.raises(ValueError, match="no training collector"):
+            factory.create_trainer(world, PolicyPersistence(enabled=False))
 
     def test_factory_pickles_without_the_algorithm_it_created(self, cartpole: Environments) -> None:
         factory = DQNAlgorithmFactory(

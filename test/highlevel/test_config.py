@@ -19,7 +19,11 @@ def test_defaults_are_the_published_ones() -> None:
     config = TrainingConfig(num_training_envs=3)
     assert (config.max_epochs, config.epoch_num_steps) == (100, 30000)
     assert (config.num_training_envs, config.num_test_envs) == (3, 1)
-    assert (config.test_step_num_episodes, config.buffer_size) == (1, 4096)
+    assert (config.test_step_num_episodes, config.buffer_size) == (-1, 4096)
+    assert (config.collection_step_num_env_steps, config.collection_step_num_episodes) == (
+        2048,
+        None,
+    )
     assert (config.start_timesteps, config.start_timesteps_random) == (0, False)
     assert not config.replay_buffer_ignore_obs_next
     assert not config.replay_buffer_save_only_last_obs
@@ -58,6 +62,7 @@ def test_configs_are_keyword_only_and_print_their_fields() -> None:
         ({"num_training_envs": -2}, "num_training_envs"),
         ({"num_test_envs": -1}, "num_test_envs"),
         ({"test_step_num_episodes": 0}, "test_step_num_episodes"),
+        ({"test_step_num_episodes": -2}, "test_step_num_episodes"),
         ({"buffer_size": 0}, "buffer_size"),
         ({"buffer_size": 10.5}, "buffer_size"),
         ({"start_timesteps": -1}, "start_timesteps"),
@@ -70,6 +75,8 @@ def test_invalid_values_are_named(kwargs: dict, message: str) -> None:
 
 
 def test_exactly_one_collection_amount() -> None:
+    with pytest.raises(ValueError, match="exactly one of"):
+        TrainingConfig(num_training_envs=1, collection_step_num_episodes=4)
     with pytest.raises(ValueError, match="exactly one of"):
         OnlineTrainingConfig(num_training_envs=1, collection_step_num_episodes=4)
     with pytest.raises(ValueError, match="exactly one of"):
@@ -84,8 +91,9 @@ def test_exactly_one_collection_amount() -> None:
 
 def test_on_and_off_policy_validation() -> None:
     assert OnPolicyTrainingConfig(num_training_envs=1, batch_size=None).batch_size is None
+    assert OnPolicyTrainingConfig(num_training_envs=1, batch_size=0).batch_size == 0
     with pytest.raises(ValueError, match="batch_size"):
-        OnPolicyTrainingConfig(num_training_envs=1, batch_size=0)
+        OnPolicyTrainingConfig(num_training_envs=1, batch_size=-1)
     with pytest.raises(ValueError, match="update_step_num_repetitions"):
         OnPolicyTrainingConfig(num_training_envs=1, update_step_num_repetitions=0)
     with pytest.raises(ValueError, match="batch_size"):
@@ -119,8 +127,10 @@ def test_trainer_fields_have_the_trainer_params_names_and_defaults(
     }
     shared |= {f.name for f in fields(config_class)} & set(trainer_fields)
     config_fields = {f.name: f.default for f in fields(config_class)}
-    for name in shared:
+    for name in shared - {"test_step_num_episodes"}:
         assert config_fields[name] == trainer_fields[name], name
+    # -1: one episode per test env, resolved when the trainer is built
+    assert config_fields["test_step_num_episodes"] == -1
     assert "update_step_num_repetitions" in shared or config_class is OffPolicyTrainingConfig
     assert (
         "update_step_num_gradient_steps_per_sample" in shared

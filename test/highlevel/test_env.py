@@ -240,11 +240,43 @@ class TestEnvFactoryRegistered:
         with pytest.raises(ValueError, match="unknown task 'NoSuchTask-v0'"):
             factory.create_envs(1, 1)
 
-    def test_seeds_are_not_factory_options(self) -> None:
-        with pytest.raises(TypeError, match=r"\['test_seed', 'training_seed'\].*create_envs"):
-            EnvFactoryRegistered(
-                task="CartPole-v1", venv_type=VectorEnvType.DUMMY, training_seed=1, test_seed=2
-            )
+    def test_training_and_test_seed_are_the_base_seeds_of_their_envs(self) -> None:
+        """Env i gets the base seed + i, whatever seed create_envs is given; the seeds do not
+        reach gym.make (CartPole would reject them)."""
+        factory = EnvFactoryRegistered(
+            task="CartPole-v1", venv_type=VectorEnvType.DUMMY, training_seed=0, test_seed=10
+        )
+        assert factory.make_kwargs == {}
+        envs = factory.create_envs(num_training_envs=2, num_test_envs=2, seed=42)
+
+        def first_obs(seeds: tuple[int, ...]) -> np.ndarray:
+            expected = []
+            for seed in seeds:
+                env = gym.make("CartPole-v1")
+                env.reset(seed=seed)  # what seeding does; the next reset continues its stream
+                expected.append(env.reset()[0])
+            return np.stack(expected)
+
+        np.testing.assert_array_equal(reset_obs(envs.training_envs), first_obs((0, 1)))
+        np.testing.assert_array_equal(reset_obs(envs.test_envs), first_obs((10, 11)))
+
+    def test_only_the_given_base_seed_is_fixed(self) -> None:
+        factory = EnvFactoryRegistered(
+            task="CartPole-v1", venv_type=VectorEnvType.DUMMY, test_seed=10
+        )
+        fixed = reset_obs(factory.create_envs(1, 1, seed=1).test_envs)
+        np.testing.assert_array_equal(fixed, reset_obs(factory.create_envs(1, 1, seed=2).test_envs))
+        spread = EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY)
+        np.testing.assert_array_equal(
+            reset_obs(factory.create_envs(1, 1, seed=1).training_envs),
+            reset_obs(spread.create_envs(1, 1, seed=1).training_envs),
+        )
+
+    def test_bad_seed_options_are_named(self) -> None:
+        with pytest.raises(TypeError, match="called training_seed"):
+            EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY, train_seed=1)
+        with pytest.raises(TypeError, match="test_seed must be an int"):
+            EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY, test_seed=1.5)  # type: ignore[arg-type]
 
     def test_bad_num_envs(self) -> None:
         factory = EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from tianshou.evaluation.launcher import SequentialExpLauncher
+from tianshou.evaluation.launcher import JoblibExpLauncher, RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig, OnPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import (
@@ -91,7 +91,8 @@ def make_builder(builder_class: type[TBuilder], task: str, config: ExperimentCon
 def algorithm_of(world: World) -> Any:
     """The world's algorithm (typed loosely, as tests reach into algorithm-specific modules)."""
     assert world.trainer is not None
-    return world.trainer.algorithm
+    assert world.trainer.algorithm is world.algorithm
+    return world.algorithm
 
 
 def assert_same_state(module: nn.Module, saved: dict) -> None:
@@ -165,13 +166,14 @@ def test_seeded_collection_has_distinct_seeds_names_and_directories(tmp_path: Pa
     assert first.name == os.path.join("dqn", "seed=3")
     assert second.name == os.path.join("dqn", "seed=4")
     assert builder.build().config.seed == 3  # the builder itself is unchanged
-    results = collection.run(SequentialExpLauncher())
+    results = collection.run("Sequential")
     assert len(results) == 2
     for experiment in (first, second):
         directory = Experiment.persistence_dir_static(str(tmp_path), "dqn", experiment.config.seed)
         assert directory == os.path.join(tmp_path, experiment.name)
         assert os.path.isfile(os.path.join(directory, "experiment.pkl"))
-    assert sorted(os.listdir(tmp_path / "dqn")) == ["seed=3", "seed=4"]
+    experiment_dir = Experiment.persistence_dir_static(str(tmp_path), "dqn")
+    assert sorted(os.listdir(experiment_dir)) == ["seed=3", "seed=4"]
 
 
 def test_build_and_run_collection_evaluates_all_seeds_with_rliable(tmp_path: Path) -> None:
@@ -195,14 +197,29 @@ def test_build_and_run_collection_evaluates_all_seeds_with_rliable(tmp_path: Pat
     assert plots, os.listdir(experiment_dir)
 
 
-def test_build_and_run_single_experiment_and_launcher_misuse(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "launcher", ["joblib", "SEQUENTIAL", RegisteredExpLauncher.JOBLIB, JoblibExpLauncher()]
+)
+def test_build_and_run_runs_a_single_experiment_here_with_any_launcher(
+    tmp_path: Path, launcher: Any
+) -> None:
     config = experiment_config(tmp_path, watch=False)
     builder = make_builder(DQNExperimentBuilder, "CartPole-v1", config).with_name("one")
-    with pytest.raises(ValueError, match="a launcher runs collections"):
-        builder.build_and_run(launcher=SequentialExpLauncher())
-    assert isinstance(builder.build_and_run(), ExperimentResult)
+    result = builder.build_and_run(num_experiments=1, launcher=launcher)
+    assert isinstance(result, ExperimentResult)  # a launcher would return training results
+    assert result.trainer_result is not None
+    assert os.listdir(tmp_path) == ["one"]
+
+
+def test_build_and_run_rejects_bad_arguments_before_running(tmp_path: Path) -> None:
+    builder = make_builder(DQNExperimentBuilder, "CartPole-v1", experiment_config(tmp_path))
+    with pytest.raises(ValueError, match=r"unknown launcher 'threads'.*'sequential'"):
+        builder.build_and_run(launcher="threads")
+    with pytest.raises(ValueError, match="num_experiments must be at least 1"):
+        builder.build_and_run(num_experiments=0)
     with pytest.raises(ValueError, match="num_experiments must be at least 1"):
         builder.build_seeded_collection(0)
+    assert os.listdir(tmp_path) == []
 
 
 def test_existing_run_directory_is_refused_unless_allowed(tmp_path: Path) -> None:
@@ -328,3 +345,63 @@ def test_experiment_config_rejects_invalid_watch_settings() -> None:
         ExperimentConfig(watch_num_episodes=0)
     with pytest.raises(ValueError, match="watch_render is a pause in seconds"):
         ExperimentConfig(watch_render=-1.0)
+
+
+def test_user_guide_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first high-level example of the published user guide (a DQN on CartPole whose env
+    factory fixes the training and test seeds), with a tiny budget; the watched episodes would
+    render, which is skipped headless."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    from tianshou.highlevel.params.algorithm_params import DQNParams
+    from tianshou.highlevel.trainer import EpochStopCallbackRewardThreshold
+
+    experiment = (
+        DQNExperimentBuilder(
+            EnvFactoryRegistered(
+                task="CartPole-v1",
+                venv_type=VectorEnvType.DUMMY,
+                training_seed=0,
+                test_seed=10,
+            ),
+            ExperimentConfig(
+                persistence_enabled=False,
+                watch=True,
+                watch_render=1 / 35,
+                watch_num_episodes=2,
+            ),
+            OffPolicyTrainingConfig(
+                max_epochs=1,
+                epoch_num_steps=100,
+                batch_size=16,
+                num_training_envs=4,
+                num_test_envs=3,
+                buffer_size=500,
+                collection_step_num_env_steps=10,
+                update_step_num_gradient_steps_per_sample=1 / 10,
+            ),
+        )
+        .with_dqn_params(
+            DQNParams(
+                lr=1e-3,
+                gamma=0.9,
+                n_step_return_horizon=3,
+                target_update_freq=320,
+                eps_training=0.3,
+                eps_inference=0.0,
+            ),
+        )
+        .with_model_factory_default(hidden_sizes=(16, 16))
+        .with_epoch_stop_callback(EpochStopCallbackRewardThreshold(195))
+        .build()
+    )
+    result = experiment.run()
+    assert result.trainer_result is not None
+    assert result.trainer_result.train_step >= 100
+    # test_step_num_episodes=-1: one episode per test env in each test step (before training and
+    # after the epoch)
+    assert result.trainer_result.test_episode == 2 * 3
+    assert os.listdir(tmp_path) == []

@@ -27,6 +27,21 @@ def test_tensorboard_logger_writes_an_event_file_with_the_config(tmp_path: Path)
     assert "args/text_summary" in accumulator.Tags()["tensors"]
 
 
+def test_defaults_checkpoint_every_epoch_and_record_no_config(tmp_path: Path) -> None:
+    logger = LoggerFactoryDefault().create_logger(str(tmp_path), "exp", None)
+    assert isinstance(logger, TensorboardLogger)
+    assert logger.save_interval == 1
+    logger.finalize()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+    assert "args/text_summary" not in accumulator.Tags()["tensors"]
+    csv_logger = LoggerFactoryDefault("csv").create_logger(str(tmp_path / "csv"), "exp", None)
+    assert isinstance(csv_logger, CSVLogger)
+    assert csv_logger.save_interval == 1
+
+
 @pytest.mark.parametrize("logger_type", ["pandas", "csv"])
 def test_csv_logger(tmp_path: Path, logger_type: str) -> None:
     factory = LoggerFactoryDefault(logger_type=logger_type)  # type: ignore[arg-type]

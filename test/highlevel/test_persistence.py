@@ -33,17 +33,11 @@ class Recorder(Persistence):
         self.events.append(event)
 
 
-class FakeTrainer:
-    def __init__(self, algorithm: nn.Module) -> None:
-        self.algorithm = algorithm
-
-
-def make_world(tmp_path: Path, restore: bool = True) -> World:
+def make_world(tmp_path: Path, restore: bool = True, algorithm: DQN | None = None) -> World:
     directory = str(tmp_path / "run")
     return World(
         envs=None,  # type: ignore[arg-type]
-        training_collector=None,  # type: ignore[arg-type]
-        test_collector=None,  # type: ignore[arg-type]
+        algorithm=algorithm,  # type: ignore[arg-type]
         logger=None,  # type: ignore[arg-type]
         persist_directory=directory,
         restore_directory=directory if restore else None,
@@ -126,13 +120,10 @@ def test_disabled_persistence_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_checkpoint_holds_the_algorithm_state_with_optimizer(tmp_path: Path) -> None:
-    world = make_world(tmp_path)
+    algorithm = make_dqn(0)
+    world = make_world(tmp_path, algorithm=algorithm)
     save_checkpoint_fn = PolicyPersistence().get_save_checkpoint_fn(world)
     assert save_checkpoint_fn is not None
-    with pytest.raises(ValueError, match=r"world.trainer"):
-        save_checkpoint_fn(1, 10, 5)
-    algorithm = make_dqn(0)
-    world.trainer = FakeTrainer(algorithm)  # type: ignore[assignment]
     path = save_checkpoint_fn(1, 10, 5)
     assert path == world.persist_path("checkpoint.pt")
     restored = make_dqn(1)

@@ -297,19 +297,53 @@ class RayExpLauncher(ExpLauncher):
 
 
 class RegisteredExpLauncher(Enum):
-    """The launchers selectable by name (e.g. from a command line)."""
+    """The launchers selectable by name (e.g. from a command line): their values are the
+    members' names, and :func:`resolve_launcher` also takes the names as strings in any case."""
 
-    joblib = "joblib"
-    sequential = "sequential"
-    ray = "ray"
+    JOBLIB = "JOBLIB"
+    SEQUENTIAL = "SEQUENTIAL"
+    RAY = "RAY"
 
     def create_launcher(self) -> ExpLauncher:
         """A launcher of this kind with default settings."""
         match self:
-            case RegisteredExpLauncher.joblib:
+            case RegisteredExpLauncher.JOBLIB:
                 return JoblibExpLauncher()
-            case RegisteredExpLauncher.sequential:
+            case RegisteredExpLauncher.SEQUENTIAL:
                 return SequentialExpLauncher()
-            case RegisteredExpLauncher.ray:
+            case RegisteredExpLauncher.RAY:
                 return RayExpLauncher()
         raise NotImplementedError(f"no launcher for {self}")
+
+
+def _registered_launcher_of_name(name: str) -> RegisteredExpLauncher:
+    """The registered launcher named ``name`` in any case (``"joblib"``, ``"Sequential"``)."""
+    try:
+        return RegisteredExpLauncher[name.upper()]
+    except KeyError:
+        choices = ", ".join(repr(kind.name.lower()) for kind in RegisteredExpLauncher)
+        raise ValueError(
+            f"unknown launcher {name!r}; choose one of {choices} (any case), or pass a "
+            f"RegisteredExpLauncher or an ExpLauncher"
+        ) from None
+
+
+def resolve_launcher(launcher: ExpLauncher | RegisteredExpLauncher | str) -> ExpLauncher:
+    """The launcher that ``launcher`` names: an :class:`ExpLauncher` is returned as it is, a
+    :class:`RegisteredExpLauncher` or its name (a string in any case, e.g. ``"joblib"``) gives
+    that launcher with default settings.
+
+    :param launcher: the launcher, its kind or the kind's name.
+    :raises ValueError: for a string naming no registered launcher.
+    :raises TypeError: for anything else.
+    """
+    if isinstance(launcher, ExpLauncher):
+        return launcher
+    if isinstance(launcher, str):
+        launcher = _registered_launcher_of_name(launcher)
+    if isinstance(launcher, RegisteredExpLauncher):
+        return launcher.create_launcher()
+    raise TypeError(
+        f"launcher must be an ExpLauncher, a RegisteredExpLauncher or a launcher name, got "
+        f"{launcher!r}"
+    )

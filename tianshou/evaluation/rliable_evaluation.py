@@ -22,8 +22,8 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from typing import Any, cast
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, cast
 
 import numpy as np
 import scipy.stats
@@ -87,14 +87,24 @@ class LoggedCollectStats:
 
 @dataclass
 class EvaluationSequenceEntry:
-    """The returns of all runs at one env step.
+    """The statistics of the runs' returns at one env step.
 
     :param env_step: the env step the runs were evaluated at.
-    :param returns: the mean episode return of each run at that step, shape ``(num_runs,)``.
+    :param iqm: the interquartile mean of the runs' mean episode returns at that step.
+    :param iqm_confidence_interval: the lower and upper bound of the IQM's stratified-bootstrap
+        confidence interval (:data:`CONFIDENCE` coverage).
+    :param rew: the mean over the runs of their mean episode returns.
+    :param rew_std: the standard deviation over the runs of their mean episode returns.
+    :param returns: the mean episode return of each run at that step, shape ``(num_runs,)``;
+        None if not recorded.
     """
 
     env_step: int
-    returns: np.ndarray
+    iqm: float
+    iqm_confidence_interval: tuple[float, float]
+    rew: float
+    rew_std: float
+    returns: np.ndarray | None = None
 
 
 @contextmanager
@@ -208,23 +218,46 @@ def _align(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.nd
     return grid, np.stack([np.interp(grid, steps, returns) for steps, returns in runs])
 
 
+def _aligned_returns_of_runs(
+    stats: list[LoggedCollectStats], run_dirs: list[str], max_env_step: int | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common env steps ``(E,)`` and the runs' mean returns there ``(R, E)``; None if some
+    run logged no returns (of the scope ``stats`` belong to)."""
+    runs = [_returns_over_steps(s, d, max_env_step) for s, d in zip(stats, run_dirs, strict=True)]
+    if any(len(steps) == 0 for steps, _ in runs):
+        return None
+    return _align(runs)
+
+
 @dataclass
 class MultiRunExperimentResult:
-    """The logged statistics of several runs (e.g. seeds) of one experiment.
+    """The logged returns of several runs (e.g. seeds) of one experiment, on common env steps.
+
+    The arrays' suffixes name their axes: ``E`` env steps, ``R`` runs.
 
     :param exp_dir: the experiment directory; plots and JSON are saved here.
     :param exp_name: the name shown in plots and results (e.g. the algorithm).
-    :param run_dirs: the run directories, one per run.
-    :param test_stats: the test statistics of each run.
-    :param training_stats: the training-collection statistics of each run.
-    :param max_env_step: evaluations after this env step are ignored (None: all).
+    :param test_episode_returns_RE: each run's mean test episode return at each of
+        ``test_env_steps_E``; None if some run logged no test returns.
+    :param test_env_steps_E: the env steps of the test returns.
+    :param training_episode_returns_RE: each run's mean return of the episodes finished in the
+        training collection at each of ``training_env_steps_E``; None if some run logged none.
+    :param training_env_steps_E: the env steps of the training returns.
+    :param run_dirs: the run directories, one per run (empty if not read from disk).
+    :param test_stats: all logged test statistics of each run.
+    :param training_stats: all logged training-collection statistics of each run.
+    :param max_env_step: evaluations after this env step were left out (None: none).
     """
 
     exp_dir: str
     exp_name: str
-    run_dirs: list[str]
-    test_stats: list[LoggedCollectStats]
-    training_stats: list[LoggedCollectStats]
+    test_episode_returns_RE: np.ndarray | None
+    test_env_steps_E: np.ndarray | None
+    training_episode_returns_RE: np.ndarray | None
+    training_env_steps_E: np.ndarray | None
+    run_dirs: list[str] = field(default_factory=list)
+    test_stats: list[LoggedCollectStats] = field(default_factory=list)
+    training_stats: list[LoggedCollectStats] = field(default_factory=list)
     max_env_step: int | None = None
 
     @classmethod
@@ -234,7 +267,9 @@ class MultiRunExperimentResult:
         """Read the logs of every run directory directly below ``exp_dir``.
 
         A run directory holds TensorBoard event files or the CSV logger's files; other entries
-        (e.g. saved plots) are skipped.
+        (e.g. saved plots) are skipped. Runs evaluated at different env steps are interpolated
+        onto common ones: the steps of the run evaluated least often, within the range all runs
+        cover.
 
         :param exp_dir: the experiment directory.
         :param exp_name: the name shown in plots; None: the name of ``exp_dir``.
@@ -255,38 +290,61 @@ class MultiRunExperimentResult:
                 f"run (seed) of the experiment"
             )
         log.info(f"Loading {len(run_dirs)} runs from {exp_dir}")
+        test_stats = [_read_scope(d, DataScope.TEST) for d in run_dirs]
+        training_stats = [_read_scope(d, DataScope.TRAINING) for d in run_dirs]
+        test = _aligned_returns_of_runs(test_stats, run_dirs, max_env_step)
+        training = _aligned_returns_of_runs(training_stats, run_dirs, max_env_step)
         return cls(
             exp_dir=exp_dir,
             exp_name=exp_name if exp_name is not None else os.path.basename(exp_dir),
+            test_episode_returns_RE=None if test is None else test[1],
+            test_env_steps_E=None if test is None else test[0],
+            training_episode_returns_RE=None if training is None else training[1],
+            training_env_steps_E=None if training is None else training[0],
             run_dirs=run_dirs,
-            test_stats=[_read_scope(d, DataScope.TEST) for d in run_dirs],
-            training_stats=[_read_scope(d, DataScope.TRAINING) for d in run_dirs],
+            test_stats=test_stats,
+            training_stats=training_stats,
             max_env_step=max_env_step,
         )
 
     def _aligned_returns(self, scope: DataScope) -> tuple[np.ndarray, np.ndarray]:
-        """Common env steps ``(E,)`` and the runs' mean returns there ``(R, E)``."""
-        stats = self.test_stats if scope == DataScope.TEST else self.training_stats
-        runs = [
-            _returns_over_steps(s, d, self.max_env_step)
+        """The env steps ``(E,)`` and the runs' mean returns there ``(R, E)`` of ``scope``."""
+        if scope == DataScope.TEST:
+            steps, returns = self.test_env_steps_E, self.test_episode_returns_RE
+            stats = self.test_stats
+        else:
+            steps, returns = self.training_env_steps_E, self.training_episode_returns_RE
+            stats = self.training_stats
+        if steps is not None and returns is not None:
+            return steps, returns
+        without = [
+            d
             for s, d in zip(stats, self.run_dirs, strict=True)
+            if len(_returns_over_steps(s, d, self.max_env_step)[0]) == 0
         ]
-        empty = [d for d, (steps, _) in zip(self.run_dirs, runs, strict=True) if len(steps) == 0]
-        if empty:
-            raise ValueError(f"no {scope.value} returns logged in {', '.join(empty)}")
-        return _align(runs)
+        raise ValueError(f"no {scope.value} returns logged in {', '.join(without) or self.exp_dir}")
 
     def to_evaluation_sequence(
         self, scope: DataScope = DataScope.TEST
     ) -> list[EvaluationSequenceEntry]:
-        """The runs' returns at each common env step, in order of env steps.
+        """The statistics of the runs' returns at each common env step, in order of env steps.
 
         :param scope: ``DataScope.TEST`` (test episodes) or ``DataScope.TRAINING`` (episodes
             finished during training collection).
         """
-        steps_E, returns_RE = self._aligned_returns(DataScope(scope))
+        scope = DataScope(scope)
+        steps_E, returns_RE = self._aligned_returns(scope)
+        iqm_E, iqm_ci_2E = _iqm_with_interval(self.exp_name, returns_RE)
+        mean_E, std_E = returns_RE.mean(axis=0), returns_RE.std(axis=0)
         return [
-            EvaluationSequenceEntry(env_step=int(step), returns=returns_RE[:, i])
+            EvaluationSequenceEntry(
+                env_step=int(step),
+                iqm=float(iqm_E[i]),
+                iqm_confidence_interval=(float(iqm_ci_2E[0, i]), float(iqm_ci_2E[1, i])),
+                rew=float(mean_E[i]),
+                rew_std=float(std_E[i]),
+                returns=returns_RE[:, i],
+            )
             for i, step in enumerate(steps_E)
         ]
 
@@ -295,7 +353,7 @@ class MultiRunExperimentResult:
         algo_name: str | None = None,
         score_thresholds: np.ndarray | None = None,
         save_as_json: bool = True,
-        save_plots: bool = False,
+        save_plots: bool = True,
         show_plots: bool = True,
         scope: DataScope = DataScope.TEST,
         ax_iqm_sample_efficiency: Axes | None = None,
@@ -310,7 +368,7 @@ class MultiRunExperimentResult:
             values from the lowest to the highest final return.
         :param save_as_json: write the numbers to ``<exp_dir>/<scope>_rliable_results.json``.
         :param save_plots: save ``<scope>_iqm_sample_efficiency.png`` and
-            ``<scope>_performance_profile.png`` into ``exp_dir``.
+            ``<scope>_performance_profile.png`` into ``exp_dir`` (the default).
         :param show_plots: show the plots in a window (``pyplot.show``); otherwise they are
             drawn on figures that need no GUI backend.
         :param scope: ``DataScope.TEST`` or ``DataScope.TRAINING`` returns.
@@ -333,7 +391,7 @@ class MultiRunExperimentResult:
         results = {
             "algo_name": name,
             "scope": scope.value,
-            "num_runs": len(self.run_dirs),
+            "num_runs": len(returns_RE),
             "env_steps": steps_E,
             "iqm": iqm,
             "iqm_ci": iqm_ci,
@@ -423,7 +481,7 @@ def load_and_eval_experiment(
     show_plots: bool = True,
     save_plots: bool = True,
     save_as_json: bool = True,
-    scope: DataScope = DataScope.TEST,
+    scope: DataScope | Literal["both"] = DataScope.TEST,
     max_env_step: int | None = None,
 ) -> MultiRunExperimentResult:
     """Load the runs below ``log_dir`` and evaluate them (see
@@ -433,11 +491,17 @@ def load_and_eval_experiment(
     :param show_plots: show the plots.
     :param save_plots: save the plots into ``log_dir``.
     :param save_as_json: save the numbers into ``log_dir``.
-    :param scope: evaluate ``DataScope.TEST`` or ``DataScope.TRAINING`` returns.
+    :param scope: evaluate ``DataScope.TEST`` or ``DataScope.TRAINING`` returns, or ``"both"``
+        (test first, each with its own plots and JSON file).
     :param max_env_step: ignore evaluations after this env step.
     """
+    scopes = [DataScope.TEST, DataScope.TRAINING] if scope == "both" else [DataScope(scope)]
     result = MultiRunExperimentResult.load_from_disk(log_dir, max_env_step=max_env_step)
-    result.eval_results(
-        save_as_json=save_as_json, save_plots=save_plots, show_plots=show_plots, scope=scope
-    )
+    for evaluated_scope in scopes:
+        result.eval_results(
+            save_as_json=save_as_json,
+            save_plots=save_plots,
+            show_plots=show_plots,
+            scope=evaluated_scope,
+        )
     return result

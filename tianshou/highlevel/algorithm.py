@@ -137,6 +137,14 @@ def _pop_keys(kwargs: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return {key: kwargs.pop(key) for key in keys if key in kwargs}
 
 
+def _test_step_num_episodes(config: TrainingConfig) -> int:
+    """The episodes collected per test step: the configured number, or one per test env for
+    the default -1 (so that every test env runs exactly one episode)."""
+    if config.test_step_num_episodes == -1:
+        return config.num_test_envs
+    return config.test_step_num_episodes
+
+
 def _online_trainer_params(
     config: OnlineTrainingConfig, world: World, policy_persistence: PolicyPersistence
 ) -> dict[str, Any]:
@@ -147,7 +155,7 @@ def _online_trainer_params(
         "test_collector": world.test_collector,
         "max_epochs": config.max_epochs,
         "epoch_num_steps": config.epoch_num_steps,
-        "test_step_num_episodes": config.test_step_num_episodes,
+        "test_step_num_episodes": _test_step_num_episodes(config),
         "collection_step_num_env_steps": config.collection_step_num_env_steps,
         "collection_step_num_episodes": config.collection_step_num_episodes,
         "test_in_training": config.test_in_training,
@@ -282,6 +290,11 @@ class AlgorithmFactory(ABC, ToStringMixin, Generic[TTrainingConfig]):
             raise ValueError(
                 "create_trainer trains the algorithm this factory created; call "
                 "create_algorithm (and create_train_test_collectors) first"
+            )
+        if world.training_collector is None:
+            raise ValueError(
+                "the world has no training collector, but a trainer needs one; build the "
+                "collectors with create_train_test_collectors(algorithm, envs)"
             )
         if world.training_collector.policy is not algorithm.policy:
             raise ValueError(

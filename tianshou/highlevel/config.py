@@ -43,10 +43,15 @@ class TrainingConfig(ToStringMixin):
     :param num_training_envs: number of training envs collecting in parallel; -1 (the default)
         uses one per CPU core (resolved on construction).
     :param num_test_envs: number of envs the policy is tested on.
-    :param test_step_num_episodes: episodes collected per test step; with fewer test envs than
-        episodes, some envs run several episodes.
+    :param test_step_num_episodes: episodes collected per test step (over all test envs); -1
+        (the default) collects one episode per test env. With fewer test envs than episodes,
+        some envs run several episodes.
     :param buffer_size: capacity of the replay buffer in transitions (all training envs together).
         On-policy algorithms need room for one collection step.
+    :param collection_step_num_env_steps: env steps collected per training step (summed over the
+        training envs); None to collect whole episodes instead.
+    :param collection_step_num_episodes: episodes collected per training step (needs
+        ``collection_step_num_env_steps=None``). Exactly one of the two collection fields is set.
     :param start_timesteps: env steps collected before training starts (off-policy warm-up: the
         first updates then sample from a buffer that is not tiny and one-sided); 0 for none.
     :param start_timesteps_random: collect the warm-up steps with uniformly random actions
@@ -64,8 +69,10 @@ class TrainingConfig(ToStringMixin):
     epoch_num_steps: int = 30000
     num_training_envs: int = -1
     num_test_envs: int = 1
-    test_step_num_episodes: int = 1
+    test_step_num_episodes: int = -1
     buffer_size: int = 4096
+    collection_step_num_env_steps: int | None = 2048
+    collection_step_num_episodes: int | None = None
     start_timesteps: int = 0
     start_timesteps_random: bool = False
     replay_buffer_ignore_obs_next: bool = False
@@ -84,28 +91,18 @@ class TrainingConfig(ToStringMixin):
             f"{self.num_training_envs!r}",
         )
         _check_int("num_test_envs", self.num_test_envs, 0)
-        _check_int("test_step_num_episodes", self.test_step_num_episodes, 1)
+        _require(
+            _is_int(self.test_step_num_episodes)
+            and (self.test_step_num_episodes == -1 or self.test_step_num_episodes >= 1),
+            "test_step_num_episodes must be a positive integer or -1 (one episode per test env), "
+            f"got {self.test_step_num_episodes!r}",
+        )
         _check_int("buffer_size", self.buffer_size, 1)
         _check_int("start_timesteps", self.start_timesteps, 0)
         _check_int("replay_buffer_stack_num", self.replay_buffer_stack_num, 1)
+        self._check_collection_step()
 
-
-@dataclass(kw_only=True)
-class OnlineTrainingConfig(TrainingConfig):
-    """Settings of algorithms that collect their own data: how much is collected per training
-    step. Exactly one of the two collection fields is set.
-
-    :param collection_step_num_env_steps: env steps collected per training step (summed over the
-        training envs); None to collect whole episodes instead.
-    :param collection_step_num_episodes: episodes collected per training step (needs
-        ``collection_step_num_env_steps=None``).
-    """
-
-    collection_step_num_env_steps: int | None = 2048
-    collection_step_num_episodes: int | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _check_collection_step(self) -> None:
         steps, episodes = self.collection_step_num_env_steps, self.collection_step_num_episodes
         _require(
             (steps is None) != (episodes is None),
@@ -122,10 +119,17 @@ class OnlineTrainingConfig(TrainingConfig):
 
 
 @dataclass(kw_only=True)
+class OnlineTrainingConfig(TrainingConfig):
+    """Settings of algorithms that collect their own data while training (the base of the
+    on- and off-policy configurations)."""
+
+
+@dataclass(kw_only=True)
 class OnPolicyTrainingConfig(OnlineTrainingConfig):
     """Settings of on-policy training, which learns from each collection and then discards it.
 
-    :param batch_size: mini-batch size of the update; None uses all collected data as one batch.
+    :param batch_size: mini-batch size of the update; None or 0 uses all collected data as one
+        batch.
     :param update_step_num_repetitions: passes over the collected data per update (PPO's
         "epochs").
     """
@@ -136,7 +140,7 @@ class OnPolicyTrainingConfig(OnlineTrainingConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.batch_size is not None:
-            _check_int("batch_size", self.batch_size, 1)
+            _check_int("batch_size", self.batch_size, 0)
         _check_int("update_step_num_repetitions", self.update_step_num_repetitions, 1)
 
 

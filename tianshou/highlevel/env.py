@@ -9,7 +9,8 @@ optionally through EnvPool (:class:`EnvPoolFactory`).
 Seeding (:meth:`EnvFactory.create_envs` with ``seed=s``): training env ``i`` gets seed ``s + i``,
 test env ``j`` gets ``s + num_training_envs + j`` and the watch env ``s + num_training_envs +
 num_test_envs``, so that no two envs replay the same episodes and a rerun with the same seed
-replays all of them.
+replays all of them. :class:`EnvFactoryRegistered` may fix the base seeds of the training and
+the test envs itself (``training_seed``, ``test_seed``); the watch env then follows the test envs.
 """
 
 import logging
@@ -483,14 +484,23 @@ class EnvFactory(ToStringMixin, ABC):
         """
         env = self.create_env(EnvMode.TRAINING)
         env_type = EnvType.from_env(env)
-        test_seed = None if seed is None else seed + num_training_envs
-        training_envs = self.create_venv(num_training_envs, EnvMode.TRAINING, seed)
+        training_seed, test_seed = self._venv_base_seeds(seed, num_training_envs)
+        training_envs = self.create_venv(num_training_envs, EnvMode.TRAINING, training_seed)
         test_envs = self.create_venv(num_test_envs, EnvMode.TEST, test_seed)
         watch_env = None
         if create_watch_env:
             watch_seed = None if test_seed is None else test_seed + num_test_envs
             watch_env = self.create_venv(1, EnvMode.WATCH, watch_seed)
         return _environments_of_type(env_type, env, training_envs, test_envs, watch_env)
+
+    def _venv_base_seeds(
+        self, seed: int | None, num_training_envs: int
+    ) -> tuple[int | None, int | None]:
+        """The seeds of the first training env and of the first test env, spread from the base
+        seed ``seed`` as described in this module's docstring (None: unseeded)."""
+        if seed is None:
+            return None, None
+        return seed, seed + num_training_envs
 
 
 def has_display() -> bool:
@@ -519,6 +529,12 @@ class EnvFactoryRegistered(EnvFactory):
     :param render_mode_watch: ``render_mode`` of the watch env. ``"human"`` needs a display: on
         Linux without ``DISPLAY``/``WAYLAND_DISPLAY`` it is replaced by None (with a warning)
         rather than stalling or failing a headless run.
+    :param training_seed: the seed of the first training env (training env ``i`` gets
+        ``training_seed + i``), whatever seed :meth:`create_envs` is given; None: spread from
+        that seed.
+    :param test_seed: the seed of the first test env (test env ``j`` gets ``test_seed + j``, the
+        watch env the seed after the last test env's); None: spread from the seed given to
+        :meth:`create_envs`.
     :param make_kwargs: further options for ``gym.make`` (or, transformed, for EnvPool).
     """
 
@@ -531,16 +547,22 @@ class EnvFactoryRegistered(EnvFactory):
         render_mode_training: str | None = None,
         render_mode_test: str | None = None,
         render_mode_watch: str | None = "human",
+        training_seed: int | None = None,
+        test_seed: int | None = None,
         **make_kwargs: Any,
     ) -> None:
         super().__init__(venv_type)
-        seed_options = sorted({"train_seed", "training_seed", "test_seed"} & set(make_kwargs))
-        if seed_options:
+        if "train_seed" in make_kwargs:
             raise TypeError(
-                f"EnvFactoryRegistered got {seed_options}, but seeds are not factory options: "
-                f"pass seed=... to create_envs (training and test envs get distinct seeds from it)"
+                "EnvFactoryRegistered got train_seed, which gym.make does not take; the base "
+                "seed of the training envs is called training_seed"
             )
+        for name, value in (("training_seed", training_seed), ("test_seed", test_seed)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"{name} must be an int or None, got {value!r}")
         self.task = task
+        self.training_seed = training_seed
+        self.test_seed = test_seed
         self.envpool_factory = envpool_factory
         self.render_modes = {
             EnvMode.TRAINING: render_mode_training,
@@ -548,6 +570,17 @@ class EnvFactoryRegistered(EnvFactory):
             EnvMode.WATCH: render_mode_watch,
         }
         self.make_kwargs = make_kwargs
+
+    def _venv_base_seeds(
+        self, seed: int | None, num_training_envs: int
+    ) -> tuple[int | None, int | None]:
+        """The factory's own ``training_seed`` and ``test_seed`` where set, else the seeds
+        spread from ``seed``."""
+        training_seed, test_seed = super()._venv_base_seeds(seed, num_training_envs)
+        return (
+            training_seed if self.training_seed is None else self.training_seed,
+            test_seed if self.test_seed is None else self.test_seed,
+        )
 
     def _create_kwargs(self, mode: EnvMode) -> dict:
         """The ``gym.make`` options for ``mode``: ``make_kwargs`` plus the mode's render mode."""

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from tianshou.data import Collector, InfoStats
-from tianshou.evaluation.launcher import ExpLauncher, RegisteredExpLauncher, SequentialExpLauncher
+from tianshou.evaluation.launcher import ExpLauncher, RegisteredExpLauncher, resolve_launcher
 from tianshou.highlevel.algorithm import (
     A2CAlgorithmFactory,
     AlgorithmFactory,
@@ -224,17 +224,22 @@ class Experiment(ToStringMixin):
         return self.seeding_info_str_static(self.config.seed)
 
     @staticmethod
-    def persistence_dir_static(persistence_base_dir: str, experiment_name: str, seed: int) -> str:
-        """The directory of the run with ``seed`` among the seeded runs of ``experiment_name``
-        (as built by :meth:`ExperimentBuilder.build_seeded_collection`).
+    def persistence_dir_static(
+        persistence_base_dir: str, experiment_name: str, seed: int | None = None
+    ) -> str:
+        """The directory of the experiment ``experiment_name`` or, given a seed, of its run with
+        that seed among the seeded runs (as built by
+        :meth:`ExperimentBuilder.build_seeded_collection`).
 
         :param persistence_base_dir: the base directory of all experiments.
-        :param experiment_name: the name shared by the seeded runs.
-        :param seed: the run's seed.
+        :param experiment_name: the experiment's name (shared by its seeded runs).
+        :param seed: the run's seed; None: the experiment's directory itself, which holds the
+            directories of the seeded runs.
         """
-        return os.path.join(
-            persistence_base_dir, experiment_name, Experiment.seeding_info_str_static(seed)
-        )
+        experiment_dir = os.path.join(persistence_base_dir, experiment_name)
+        if seed is None:
+            return experiment_dir
+        return os.path.join(experiment_dir, Experiment.seeding_info_str_static(seed))
 
     def save(self, directory: str) -> None:
         """Pickle this experiment to ``experiment.pkl`` in ``directory`` (created if missing),
@@ -339,6 +344,7 @@ class Experiment(ToStringMixin):
         )
         world = World(
             envs=envs,
+            algorithm=algorithm,
             training_collector=training_collector,
             test_collector=test_collector,
             logger=self._create_logger(name, directory, logger_run_id),
@@ -423,7 +429,6 @@ class Experiment(ToStringMixin):
 
     def _watch_agent(self, world: World) -> None:
         """Run the watch episodes, rendering only if asked to and a display exists."""
-        assert world.trainer is not None
         watch_env = world.envs.watch_env
         if watch_env is None:
             raise ValueError(
@@ -437,7 +442,7 @@ class Experiment(ToStringMixin):
                 f"unset): watching without rendering"
             )
             render = 0.0
-        collector = Collector(world.trainer.algorithm, watch_env)
+        collector = Collector(world.algorithm, watch_env)
         collector.reset()
         stats = collector.collect(
             n_episode=self.config.watch_num_episodes, render=render if render > 0 else None
@@ -458,15 +463,16 @@ class ExperimentCollection:
     def __init__(self, experiments: list[Experiment]) -> None:
         self.experiments = experiments
 
-    def run(self, launcher: ExpLauncher | RegisteredExpLauncher) -> list[InfoStats | None]:
+    def run(
+        self, launcher: ExpLauncher | RegisteredExpLauncher | str = RegisteredExpLauncher.SEQUENTIAL
+    ) -> list[InfoStats | None]:
         """Run all experiments and return their training results in order.
 
         :param launcher: runs them (sequentially, with joblib or Ray); a
-            :class:`RegisteredExpLauncher` is turned into its launcher with default settings.
+            :class:`RegisteredExpLauncher` or its name (``"sequential"``, ``"joblib"``,
+            ``"ray"``, any case) is turned into its launcher with default settings.
         """
-        if isinstance(launcher, RegisteredExpLauncher):
-            launcher = launcher.create_launcher()
-        return launcher.launch(experiments=self.experiments)
+        return resolve_launcher(launcher).launch(experiments=self.experiments)
 
 
 class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
@@ -623,32 +629,34 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
     def build_and_run(
         self,
         num_experiments: int = 1,
-        launcher: ExpLauncher | None = None,
+        launcher: ExpLauncher | RegisteredExpLauncher | str = RegisteredExpLauncher.SEQUENTIAL,
         perform_rliable_analysis: bool = True,
     ) -> ExperimentResult | list[InfoStats | None]:
         """Build and run one experiment, or a seeded collection of them.
 
-        :param num_experiments: 1 runs a single experiment here and returns its
-            :class:`ExperimentResult`; more run a seeded collection
+        :param num_experiments: 1 runs a single experiment in this process, whatever the
+            launcher, and returns its :class:`ExperimentResult`; more run a seeded collection
             (:meth:`build_seeded_collection`) and return the training results in seed order.
-        :param launcher: runs the collection; None: one after another in this process.
+        :param launcher: runs the collection: an :class:`ExpLauncher`, a
+            :class:`RegisteredExpLauncher` or its name (``"sequential"``, ``"joblib"``,
+            ``"ray"``, any case); checked even for a single experiment.
         :param perform_rliable_analysis: after a collection ran (with persistence enabled),
             evaluate all seeds with rliable and save the plots (and JSON) into the experiment
             directory; ignored for a single experiment.
         """
+        if num_experiments < 1:
+            raise ValueError(f"num_experiments must be at least 1, got {num_experiments}")
+        resolved_launcher = resolve_launcher(launcher)
         if num_experiments == 1:
-            if launcher is not None:
-                raise ValueError(
-                    "a launcher runs collections of experiments; pass num_experiments > 1 or "
-                    "no launcher"
-                )
             return self.build().run()
         name = self._name or self._default_name()
         collection = self._build_seeded_collection(num_experiments, name)
-        results = collection.run(launcher if launcher is not None else SequentialExpLauncher())
+        results = collection.run(resolved_launcher)
         if perform_rliable_analysis:
             self._evaluate_with_rliable(
-                os.path.join(self._experiment_config.persistence_base_dir, name)
+                Experiment.persistence_dir_static(
+                    self._experiment_config.persistence_base_dir, name
+                )
             )
         return results
 

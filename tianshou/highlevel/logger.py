@@ -22,14 +22,15 @@ class LoggerFactory(ToStringMixin, ABC):
         log_dir: str,
         experiment_name: str,
         run_id: str | None,
-        config_dict: dict,
+        config_dict: dict | None = None,
     ) -> TLogger:
         """Build the logger.
 
         :param log_dir: the directory logs are written to.
         :param experiment_name: the experiment's name.
         :param run_id: identifies the run (e.g. to resume a W&B run); None for a new one.
-        :param config_dict: the experiment's configuration, recorded with the logs.
+        :param config_dict: the experiment's configuration, recorded with the logs; None
+            records none.
         """
 
     @abstractmethod
@@ -47,7 +48,8 @@ class LoggerFactoryDefault(LoggerFactory):
     :param wandb_project: the W&B project (required for ``"wandb"``).
     :param group: the W&B group of the run.
     :param job_type: the W&B job type of the run.
-    :param save_interval: minimum epochs between two checkpoints.
+    :param save_interval: minimum epochs between two checkpoints; None: the logger's own
+        default (a checkpoint after every epoch).
     """
 
     def __init__(
@@ -57,7 +59,7 @@ class LoggerFactoryDefault(LoggerFactory):
         wandb_project: str | None = None,
         group: str | None = None,
         job_type: str | None = None,
-        save_interval: int = 1,
+        save_interval: int | None = None,
     ) -> None:
         if logger_type not in ("tensorboard", "wandb", "pandas", "csv"):
             raise ValueError(
@@ -78,14 +80,17 @@ class LoggerFactoryDefault(LoggerFactory):
         log_dir: str,
         experiment_name: str,
         run_id: str | None,
-        config_dict: dict,
+        config_dict: dict | None = None,
     ) -> TLogger:
         if self.logger_type in ("pandas", "csv"):
+            if self.save_interval is None:
+                return CSVLogger(log_dir)
             return CSVLogger(log_dir, save_interval=self.save_interval)
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(log_dir)
-        writer.add_text("args", str(config_dict))
+        if config_dict is not None:
+            writer.add_text("args", str(config_dict))
         if self.logger_type == "tensorboard":
             return TensorboardLogger(writer, save_interval=self.save_interval)
         wandb_logger = WandbLogger(

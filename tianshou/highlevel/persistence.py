@@ -166,20 +166,16 @@ class PolicyPersistence:
         return save_best_fn
 
     def get_save_checkpoint_fn(self, world: World) -> Callable[[int, int, int], str] | None:
-        """The trainer's ``save_checkpoint_fn``: saves the state of ``world.trainer``'s
-        algorithm (parameters and optimizers) to ``checkpoint.pt`` and returns its path;
-        None when disabled.
+        """The trainer's ``save_checkpoint_fn``: saves the state of ``world.algorithm``
+        (parameters and optimizers) to ``checkpoint.pt`` and returns its path; None when
+        disabled.
         """
         if not self.enabled:
             return None
 
         def save_checkpoint_fn(epoch: int, env_step: int, gradient_step: int) -> str:
-            if world.trainer is None:
-                raise ValueError(
-                    "save_checkpoint_fn needs world.trainer to be set to the running trainer"
-                )
             path = world.persist_path("checkpoint.pt")
-            _save_atomically(world.trainer.algorithm.state_dict(), path)
+            _save_atomically(world.algorithm.state_dict(), path)
             return path
 
         return save_checkpoint_fn

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tianshou.algorithm.algorithm_base import Algorithm
     from tianshou.data import BaseCollector
     from tianshou.highlevel.env import Environments
     from tianshou.highlevel.logger import TLogger
@@ -13,23 +14,26 @@ if TYPE_CHECKING:
 
 @dataclass(kw_only=True)
 class World:
-    """The envs, collectors, logger, trainer and directories of one experiment run.
+    """The envs, algorithm, collectors, logger, trainer and directories of one experiment run.
 
     :param envs: the environments.
-    :param training_collector: collects training data.
-    :param test_collector: collects test episodes.
+    :param algorithm: the algorithm the run trains (and whose policy it persists and watches).
     :param logger: the logger.
     :param persist_directory: where the run writes its files (policy, logs).
     :param restore_directory: where a restored run reads its files from; None for a fresh run.
+    :param training_collector: collects training data; None until created (a trainer needs it).
+    :param test_collector: collects test episodes; None until created or when the run does not
+        test.
     :param trainer: the trainer, once created.
     """
 
     envs: "Environments"
-    training_collector: "BaseCollector"
-    test_collector: "BaseCollector"
+    algorithm: "Algorithm"
     logger: "TLogger"
     persist_directory: str
     restore_directory: str | None
+    training_collector: "BaseCollector | None" = None
+    test_collector: "BaseCollector | None" = None
     trainer: "Trainer | None" = None
 
     def persist_path(self, filename: str) -> str:

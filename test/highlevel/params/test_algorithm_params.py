@@ -273,6 +273,25 @@ def field_defaults(params_class: type[Params]) -> dict[str, Any]:
     }
 
 
+PUBLISHED_HIGH_LEVEL_DEFAULTS: dict[str, Any] = {
+    "exploration_noise": None,
+    "deterministic_eval": False,
+}
+"""Defaults of the high-level parameters that the published library sets independently of the
+procedural constructors' (no noise, stochastic evaluation)."""
+
+
+@pytest.mark.parametrize(
+    "params_class",
+    [DDPGParams, TD3Params, SACParams, REDQParams, DiscreteSACParams, PPOParams, ReinforceParams],
+)
+def test_published_high_level_defaults(params_class: type[Params]) -> None:
+    defaults = field_defaults(params_class)
+    pinned = {name: defaults[name] for name in PUBLISHED_HIGH_LEVEL_DEFAULTS if name in defaults}
+    assert pinned
+    assert pinned == {name: PUBLISHED_HIGH_LEVEL_DEFAULTS[name] for name in pinned}
+
+
 @pytest.mark.parametrize(
     ("params_class", "constructors"),
     [
@@ -302,6 +321,8 @@ def test_defaults_are_the_procedural_defaults(
         if name in ("action_scaling", "hidden_sizes", "num_cosines"):
             continue  # resolved from the envs / read by the factory
         assert name in procedural, f"{params_class.__name__}.{name} is no constructor keyword"
+        if name in PUBLISHED_HIGH_LEVEL_DEFAULTS:
+            continue  # pinned by test_published_high_level_defaults
         assert default == procedural[name], name
 
 
@@ -350,10 +371,14 @@ def test_env_dependent_values_are_resolved(pendulum: Environments) -> None:
     assert isinstance(kwargs["exploration_noise"], GaussianNoise)
     assert kwargs["exploration_noise"]._sigma == pytest.approx(0.2)
     # "default" reaches the policy, which resolves it as the procedural API does
-    assert DDPGParams().create_kwargs(data_for(pendulum))["exploration_noise"] == "default"
-    ddpg_policy = build(DDPGParams(), pendulum).policy
+    default_noise = DDPGParams(exploration_noise="default")
+    assert default_noise.create_kwargs(data_for(pendulum))["exploration_noise"] == "default"
+    ddpg_policy = build(default_noise, pendulum).policy
     assert isinstance(ddpg_policy.exploration_noise, GaussianNoise)
     assert ddpg_policy.exploration_noise._sigma == pytest.approx(0.1)
+    # without noise configured, none is added (the published default)
+    assert build(DDPGParams(), pendulum).policy.exploration_noise is None
+    assert build(TD3Params(), pendulum).policy.exploration_noise is None
     assert SACParams().create_kwargs(data_for(pendulum))["exploration_noise"] is None
     assert TD3Params(noise_clip=1).create_kwargs(data_for(pendulum))["noise_clip"] == 1.0
 
@@ -364,7 +389,7 @@ def test_alpha_is_resolved(pendulum: Environments, cartpole: Environments) -> No
     assert sac.alpha.target_entropy == -1.0
     discrete = build(DiscreteSACParams(alpha=AutoAlphaFactoryDefault()), cartpole)
     assert isinstance(discrete, DiscreteSAC) and isinstance(discrete.alpha, AutoAlpha)
-    assert discrete.alpha.target_entropy == pytest.approx(0.98 * math.log(2))
+    assert discrete.alpha.target_entropy == pytest.approx(-math.log(2))
     assert REDQParams(alpha=0.1).create_kwargs(data_for(pendulum))["alpha"] == 0.1
 
 

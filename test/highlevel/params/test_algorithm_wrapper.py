@@ -122,3 +122,10 @@ def test_continuous_envs_are_rejected(pendulum: Environments, cartpole: Environm
         icm_factory().create_wrapped_algorithm(
             make_dqn(cartpole), pendulum, OptimizerFactoryFactoryAdam(), "cpu"
         )
+
+
+def test_icm_factory_takes_keyword_arguments_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        AlgorithmWrapperFactoryIntrinsicCuriosity(  # type: ignore[misc]
+            FeatureNetFactory(), [8], 1e-3, 1.0, 0.1, 0.2
+        )

@@ -23,13 +23,11 @@ def test_continuous_target_is_coefficient_times_action_dim(pendulum: Environment
 
 def test_discrete_target_is_coefficient_times_log_num_actions(cartpole: Environments) -> None:
     default = AutoAlphaFactoryDefault().create_auto_alpha(cartpole, "cpu")
-    assert default.target_entropy == pytest.approx(0.98 * math.log(2))
-    scaled = AutoAlphaFactoryDefault(target_entropy_coefficient=0.5)
-    assert scaled.create_auto_alpha(cartpole, "cpu").target_entropy == pytest.approx(
-        0.5 * math.log(2)
+    assert default.target_entropy == pytest.approx(-math.log(2))  # the published default -1.0
+    exploring = AutoAlphaFactoryDefault(target_entropy_coefficient=0.98)
+    assert exploring.create_auto_alpha(cartpole, "cpu").target_entropy == pytest.approx(
+        0.98 * math.log(2)
     )
-    explicit = AutoAlphaFactoryDefault(target_entropy_coefficient=-1.0)
-    assert explicit.create_auto_alpha(cartpole, "cpu").target_entropy == pytest.approx(-math.log(2))
 
 
 def test_initial_value_learning_rate_and_optimizer(pendulum: Environments) -> None:

@@ -622,9 +622,9 @@ class DDPGParams(
     ParamsMixinNStepReturnHorizon,
     ParamsMixinTau,
 ):
-    """Parameters of :class:`~tianshou.algorithm.DDPG` (exploration noise ``"default"``)."""
-
-    exploration_noise: BaseNoise | Literal["default"] | NoiseFactory | None = "default"
+    """Parameters of :class:`~tianshou.algorithm.DDPG`; without an ``exploration_noise`` the
+    policy collects without noise (pass e.g. ``MaxActionScaledGaussian(0.1)`` or ``"default"``).
+    """
 
 
 @dataclass(kw_only=True)
@@ -637,8 +637,6 @@ class REDQParams(DDPGParams, ParamsMixinDeterministicEval, ParamsMixinAlpha):
     :param target_mode: combine the drawn critics' targets by ``"min"`` or ``"mean"``.
     """
 
-    exploration_noise: BaseNoise | Literal["default"] | NoiseFactory | None = None
-    deterministic_eval: bool = True
     ensemble_size: int = 10
     subset_size: int = 2
     actor_delay: int = 20
@@ -655,7 +653,8 @@ class TD3Params(
     ParamsMixinNStepReturnHorizon,
     ParamsMixinTau,
 ):
-    """Parameters of :class:`~tianshou.algorithm.TD3` (exploration noise ``"default"``).
+    """Parameters of :class:`~tianshou.algorithm.TD3`; without an ``exploration_noise`` the
+    policy collects without noise (pass e.g. ``MaxActionScaledGaussian(0.1)`` or ``"default"``).
 
     :param policy_noise: standard deviation of the target policy smoothing noise: a float or a
         :class:`FloatEnvValueFactory` (e.g. ``MaxActionScaled(0.2)``).
@@ -663,7 +662,6 @@ class TD3Params(
     :param update_actor_freq: critic updates per actor update.
     """
 
-    exploration_noise: BaseNoise | Literal["default"] | NoiseFactory | None = "default"
     policy_noise: float | FloatEnvValueFactory = 0.2
     noise_clip: float | FloatEnvValueFactory = 0.5
     update_actor_freq: int = 2
@@ -686,9 +684,8 @@ class _SACParams(
     ParamsMixinDeterministicEval,
     ParamsMixinAlpha,
 ):
-    """Parameters shared by SAC and DiscreteSAC (deterministic evaluation by default)."""
-
-    deterministic_eval: bool = True
+    """Parameters shared by SAC and DiscreteSAC (stochastic evaluation unless
+    ``deterministic_eval=True``)."""
 
 
 @dataclass(kw_only=True)

@@ -75,6 +75,7 @@ class AlgorithmWrapperFactoryIntrinsicCuriosity(
 
     def __init__(
         self,
+        *,
         feature_net_factory: IntermediateModuleFactory,
         hidden_sizes: Sequence[int],
         lr: float,

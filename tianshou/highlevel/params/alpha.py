@@ -1,7 +1,7 @@
 """Factories of SAC's learned entropy coefficient (for SAC, DiscreteSAC and REDQ), which need
 the environments to set the target entropy.
 
->>> factory = AutoAlphaFactoryDefault(lr=3e-4)  # target entropy -action_dim or 0.98 log(n)
+>>> factory = AutoAlphaFactoryDefault(lr=3e-4)  # target entropy -action_dim or -log(n)
 """
 
 from abc import ABC, abstractmethod
@@ -13,13 +13,6 @@ from tianshou.highlevel.env import Environments
 from tianshou.highlevel.module.core import TDevice
 from tianshou.highlevel.params.optim import OptimizerFactoryFactory
 from tianshou.utils.string import ToStringMixin
-
-DEFAULT_TARGET_ENTROPY_COEFFICIENT_CONTINUOUS = -1.0
-"""Target entropy ``-action_dim`` for continuous actions (Haarnoja et al. 2018, "Soft
-Actor-Critic Algorithms and Applications")."""
-DEFAULT_TARGET_ENTROPY_COEFFICIENT_DISCRETE = 0.98
-"""Target entropy ``0.98 * log(num_actions)``, just below the maximum entropy of a categorical
-distribution (Christodoulou 2019, "Soft Actor-Critic for Discrete Action Settings")."""
 
 
 class AutoAlphaFactory(ToStringMixin, ABC):
@@ -37,13 +30,18 @@ class AutoAlphaFactory(ToStringMixin, ABC):
 class AutoAlphaFactoryDefault(AutoAlphaFactory):
     """An :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha` tracking a target entropy.
 
-    The target entropy is ``target_entropy_coefficient * action_dim`` for continuous actions and
-    ``target_entropy_coefficient * log(num_actions)`` for discrete ones.
+    The target entropy is ``target_entropy_coefficient`` times a measure of the action space's
+    size: ``action_dim`` for continuous actions, ``log(num_actions)`` for discrete ones (the
+    entropy of the uniform distribution over them).
 
     :param lr: learning rate of ``log(alpha)``.
-    :param target_entropy_coefficient: the factor of the target entropy; None uses -1.0 for
-        continuous and 0.98 for discrete actions (a negative factor makes the discrete target
-        negative, below any categorical entropy, so alpha would only shrink).
+    :param target_entropy_coefficient: the factor of the target entropy. The default -1.0 gives
+        ``-action_dim`` for continuous actions (Haarnoja et al. 2018, "Soft Actor-Critic
+        Algorithms and Applications") and ``-log(num_actions)`` for discrete ones, a target
+        below any categorical entropy, so that alpha keeps shrinking and the policy can become
+        nearly deterministic. A positive factor below 1 (e.g. 0.98, Christodoulou 2019, "Soft
+        Actor-Critic for Discrete Action Settings") keeps a discrete policy exploring; 1.0
+        asks for full entropy.
     :param log_alpha: initial ``log(alpha)`` (0: alpha starts at 1).
     :param optim: the optimizer of ``log(alpha)``; None: Adam.
     """
@@ -51,7 +49,7 @@ class AutoAlphaFactoryDefault(AutoAlphaFactory):
     def __init__(
         self,
         lr: float = 3e-4,
-        target_entropy_coefficient: float | None = None,
+        target_entropy_coefficient: float = -1.0,
         log_alpha: float = 0.0,
         optim: OptimizerFactoryFactory | None = None,
     ) -> None:
@@ -61,14 +59,12 @@ class AutoAlphaFactoryDefault(AutoAlphaFactory):
         self.optim = optim
 
     def _target_entropy(self, envs: Environments) -> float:
-        coefficient = self.target_entropy_coefficient
+        action_shape = envs.get_action_shape()
         if envs.get_type().is_discrete():
-            if coefficient is None:
-                coefficient = DEFAULT_TARGET_ENTROPY_COEFFICIENT_DISCRETE
-            return coefficient * float(np.log(int(envs.get_action_shape())))  # type: ignore[arg-type]
-        if coefficient is None:
-            coefficient = DEFAULT_TARGET_ENTROPY_COEFFICIENT_CONTINUOUS
-        return coefficient * float(np.prod(envs.get_action_shape()))
+            size = float(np.log(int(action_shape)))  # type: ignore[arg-type]
+        else:
+            size = float(np.prod(action_shape))
+        return self.target_entropy_coefficient * size
 
     def create_auto_alpha(self, envs: Environments, device: TDevice) -> AutoAlpha:
         optim = self.optim if self.optim is not None else OptimizerFactoryFactory.default()
