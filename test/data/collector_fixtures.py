@@ -14,6 +14,7 @@ from torch import nn
 
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, TrainingStats
 from tianshou.data import Batch
+from tianshou.env.venvs import DummyVectorEnv, SubprocVectorEnv
 
 
 class CountingEnv(gym.Env):
@@ -83,6 +84,74 @@ class RaggedEnv(gym.Env):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         self.t += 1
         return self._obs(), 1.0, self.t >= 3, False, {}
+
+
+class DataSetEnv(gym.Env):
+    """Serves a shard of a data set, one item per episode: observation ``[t, item]``, reward
+    ``item``, info ``{"item": item}``, ``length`` steps per item.
+
+    A reset after the last item reports ``{"exhausted": True}`` (with a placeholder observation)
+    and rewinds the shard, so the next reset serves its first item again: the sub-env of the
+    published pattern for evaluating over a data set (see :class:`FiniteVectorEnvMixin`).
+    """
+
+    def __init__(self, shard: list[int], length: int) -> None:
+        self.shard = shard
+        self.length = length
+        self.position = 0
+        self.item = -1
+        self.t = 0
+        self.action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.spaces.Box(-1, np.inf, (2,), np.float64)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.t, self.item], dtype=np.float64)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        if self.position == len(self.shard):
+            self.position, self.item = 0, -1
+            return self._obs(), {"item": -1, "exhausted": True}
+        self.item = self.shard[self.position]
+        self.position += 1
+        return self._obs(), {"item": self.item, "exhausted": False}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self.t += 1
+        return self._obs(), float(self.item), self.t >= self.length, False, {"item": self.item}
+
+
+class FiniteVectorEnvMixin:
+    """Makes a vector env of :class:`DataSetEnv` finite, as the published library's pattern
+    does: once every sub-env has run out of items, ``reset`` starts the next pass over the data
+    set in every env and raises ``StopIteration``.
+
+    :attr:`reset_calls` counts the resets asked for from outside (by the collector).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reset_calls = 0
+        self.exhausted: set[int] = set()
+
+    def reset(self, env_id: Any = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+        self.reset_calls += 1
+        obs, info = super().reset(env_id, **kwargs)  # type: ignore[misc]
+        self.exhausted.update(int(row["env_id"]) for row in info if row["exhausted"])
+        if len(self.exhausted) == len(self):  # type: ignore[arg-type]
+            self.exhausted.clear()
+            super().reset()  # type: ignore[misc]
+            raise StopIteration("the data set is exhausted")
+        return obs, info
+
+
+class FiniteDummyVectorEnv(FiniteVectorEnvMixin, DummyVectorEnv):
+    """A finite :class:`DummyVectorEnv` (see :class:`FiniteVectorEnvMixin`)."""
+
+
+class FiniteSubprocVectorEnv(FiniteVectorEnvMixin, SubprocVectorEnv):
+    """A finite :class:`SubprocVectorEnv` (see :class:`FiniteVectorEnvMixin`)."""
 
 
 class EchoActionEnv(gym.Env):

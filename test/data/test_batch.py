@@ -724,7 +724,8 @@ def test_to_torch_dtypes_and_in_place() -> None:
     )
     b.b.__dict__["e"] = 1  # bypass parsing: a raw Python int
     copied = b.to_torch(dtype=torch.float32)
-    assert copied.a.dtype == copied.b.c.dtype == copied.b.d.dtype == torch.float32
+    assert copied.b.c.dtype == copied.b.d.dtype == torch.float32
+    assert copied.a.dtype == torch.float64  # a scalar leaf keeps its own precision
     assert isinstance(b.a, np.ndarray)
     b.to_torch_()
     assert b.a.dtype == torch.float64 and b.b.c.dtype == torch.float32
@@ -810,6 +811,32 @@ def test_dropnull_of_nested_batches_with_none() -> None:
     assert Batch(a=[1.0, 2.0], s=Batch(e=Batch())).dropnull() == Batch(
         a=[1.0, 2.0], s=Batch(e=Batch())
     )
+
+
+def test_dropnull_gives_kept_object_columns_the_dtype_of_their_values() -> None:
+    b = Batch(
+        i=[1, None, 3],
+        f=[0.5, np.nan, 2.5],
+        flag=[True, None, False],
+        name=["a", "b", "c"],
+        ragged=[np.zeros(1), np.zeros(2), np.zeros(3)],
+        s=Batch(v=[[1, 2], None, [5, 6]], w=[None, 2.5, 3.5]),
+    )
+    assert b.i.dtype == object and b.flag.dtype == object and b.s.w.dtype == object
+    kept = b.dropnull()  # only row 2 has no None or NaN
+    assert kept.i.dtype == np.int64 and kept.i.tolist() == [3]
+    assert kept.f.dtype == np.float64 and kept.f.tolist() == [2.5]
+    assert kept.flag.dtype == np.bool_ and kept.flag.tolist() == [False]
+    assert kept.s.v.dtype == np.int64 and kept.s.v.tolist() == [[5, 6]]
+    assert kept.s.w.dtype == np.float64 and kept.s.w.tolist() == [3.5]
+    assert kept.name.dtype == object and kept.name.tolist() == ["c"]  # strings stay objects
+    assert kept.ragged.dtype == np.float64 and kept.ragged.shape == (1, 3)
+    assert b.i.dtype == object  # the source is not modified
+    pair = Batch(i=[1, None, 3], ragged=[np.zeros(1), np.zeros(2), np.zeros(3)]).dropnull()
+    assert pair.i.dtype == np.int64 and pair.i.tolist() == [1, 3]
+    assert pair.ragged.dtype == object and [len(r) for r in pair.ragged] == [1, 3]  # still ragged
+    mixed = Batch(m=[np.zeros((2, 3)), None, np.zeros((2, 4))]).dropnull()
+    assert mixed.m.dtype == object and len(mixed.m) == 2  # no common shape: stays an object array
 
 
 def test_dropnull_when_a_nested_leaf_is_longer_than_the_batch() -> None:

@@ -58,10 +58,15 @@ def test_to_array_with_correct_type_refuses_what_it_cannot_store() -> None:
 
 def test_leaf_to_torch_converts_numeric_leaves_only() -> None:
     cpu = torch.device("cpu")
-    for scalar in (np.float64(2.0), np.int64(2), 2, np.bool_(True)):
-        converted = leaf_to_torch(scalar, torch.float32, cpu)
-        assert isinstance(converted, torch.Tensor) and converted.dtype == torch.float32
+    scalars = (np.float64(2.0), np.int64(2), 2, np.bool_(True), np.array(2.0))
+    for scalar, own in zip(
+        scalars, (torch.float64, torch.int64, torch.int64, torch.bool, torch.float64), strict=True
+    ):
+        converted = leaf_to_torch(scalar, torch.float32, cpu)  # scalars keep their own dtype
+        assert isinstance(converted, torch.Tensor) and converted.dtype == own
         assert converted.shape == ()
+    assert leaf_to_torch(np.zeros(2), torch.float32, cpu).dtype == torch.float32
+    assert leaf_to_torch(torch.zeros(2), torch.float16, cpu).dtype == torch.float16
     assert leaf_to_torch(np.arange(2), None, cpu).dtype == torch.int64
     strings = np.array(["a"], dtype=object)
     assert leaf_to_torch(strings, torch.float32, cpu) is strings

@@ -12,7 +12,10 @@ from test.data.collector_fixtures import (
     ConstantPolicy,
     CountingEnv,
     CountingRecurrentPolicy,
+    DataSetEnv,
     EchoActionEnv,
+    FiniteDummyVectorEnv,
+    FiniteSubprocVectorEnv,
     MLPPolicy,
     NoOpAlgorithm,
     RaggedEnv,
@@ -21,13 +24,16 @@ from test.data.collector_fixtures import (
 from tianshou.data import (
     Batch,
     CachedReplayBuffer,
+    PrioritizedReplayBuffer,
     PrioritizedVectorReplayBuffer,
     ReplayBuffer,
     VectorReplayBuffer,
 )
+from tianshou.data import collector as collector_module
 from tianshou.data.buffer.buffer_base import MalformedBufferError
 from tianshou.data.collector import (
     DEFAULT_BUFFER_MAXSIZE,
+    AsyncCollector,
     Collector,
     CollectorBufferError,
     CollectStats,
@@ -352,9 +358,15 @@ def test_buffer_with_too_few_subbuffers_is_rejected() -> None:
         Collector(ConstantPolicy(DISCRETE), counting_venv([3] * 4), VectorReplayBuffer(40, 2))
 
 
-def test_plain_buffer_with_several_envs_is_rejected() -> None:
-    with pytest.raises(TypeError, match="VectorReplayBuffer"):
-        Collector(ConstantPolicy(DISCRETE), counting_venv([3, 3]), ReplayBuffer(40))
+@pytest.mark.parametrize(
+    "buffer", [ReplayBuffer(40), PrioritizedReplayBuffer(40, alpha=0.6, beta=0.4)]
+)
+def test_single_buffer_with_several_envs_is_rejected(buffer: ReplayBuffer) -> None:
+    with pytest.raises(ValueError, match="VectorReplayBuffer"):
+        Collector(ConstantPolicy(DISCRETE), counting_venv([3, 3]), buffer)
+    with pytest.raises(TypeError):  # what earlier releases raised
+        Collector(ConstantPolicy(DISCRETE), counting_venv([3, 3]), buffer)
+    assert Collector(ConstantPolicy(DISCRETE), counting_venv([3]), buffer).buffer is buffer
 
 
 def test_cached_buffer_receives_whole_episodes() -> None:
@@ -425,6 +437,92 @@ def test_collect_needs_exactly_one_positive_count(kwargs: dict) -> None:
         collector.collect(**kwargs)
     with pytest.raises(TypeError):  # what earlier releases raised
         collector.collect(**kwargs)
+
+
+class FakeTime:
+    """Stands in for the ``time`` module: every ``monotonic()`` reading is ``tick`` seconds
+    after the previous one."""
+
+    def __init__(self, tick: float) -> None:
+        self.tick = tick
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_collect_durations_come_from_the_collector_modules_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    collector = Collector(ConstantPolicy(DISCRETE), counting_venv([3]))
+    collector.reset()
+    monkeypatch.setattr(collector_module, "time", FakeTime(tick=2.5))
+    stats = collector.collect(n_step=5)
+    assert stats.collect_time == 2.5 and stats.collect_speed == 5 / 2.5
+    assert collector.collect_time == 2.5
+    collector.collect(n_episode=1)
+    assert collector.collect_time == 5.0
+
+
+def finite_venv(venv_cls: type, n_envs: int, items_per_env: int, length: int, **kwargs: Any) -> Any:
+    """A finite vector env over the data set ``0 .. n_envs * items_per_env - 1``."""
+    data = list(range(n_envs * items_per_env))
+    shards = [partial(DataSetEnv, data[i::n_envs], length) for i in range(n_envs)]
+    return venv_cls(shards, **kwargs)
+
+
+@pytest.mark.parametrize("venv_cls", [FiniteDummyVectorEnv, FiniteSubprocVectorEnv])
+@pytest.mark.parametrize("count", ["n_step", "n_episode"])
+def test_finite_env_stop_iteration_passes_through_and_the_next_collect_continues(
+    venv_cls: type, count: str
+) -> None:
+    n_envs, items_per_env, length = 2, 3, 2
+    envs = finite_venv(venv_cls, n_envs, items_per_env, length)
+    collector = Collector(ConstantPolicy(DISCRETE), envs, VectorReplayBuffer(200, n_envs))
+    collector.reset()
+    with pytest.raises(StopIteration) as caught:
+        collector.collect(**{count: 10**6})
+    assert type(caught.value) is StopIteration
+    assert caught.value.args == ("the data set is exhausted",)
+    assert not getattr(caught.value, "__notes__", None)  # unchanged
+    first_pass = collector.buffer[:]
+    items = n_envs * items_per_env
+    assert sorted(first_pass.info.item.tolist()) == sorted(np.repeat(np.arange(items), length))
+    assert int(first_pass.done.sum()) == items
+    assert collector.collect_step == items * length and collector.collect_episode == items
+    resets = envs.reset_calls
+    stats = collector.collect(n_step=n_envs)  # no reset(): the next pass has begun in the envs
+    assert envs.reset_calls == resets
+    assert stats.n_collected_steps == n_envs
+    second_pass = collector.buffer[np.arange(n_envs) * 100 + items_per_env * length]
+    assert second_pass.info.item.tolist() == list(range(n_envs))  # each shard's first item
+    envs.close()
+
+
+def test_async_collector_lets_a_finite_env_stop_iteration_through_and_continues() -> None:
+    envs = finite_venv(FiniteDummyVectorEnv, 2, 3, 2, wait_num=1)
+    collector = AsyncCollector(ConstantPolicy(DISCRETE), envs, VectorReplayBuffer(200, 2))
+    collector.reset()
+    with pytest.raises(StopIteration, match="exhausted"):
+        collector.collect(n_step=10**6)
+    first_pass = collector.buffer[:]
+    assert sorted(first_pass.info.item.tolist()) == sorted(np.repeat(np.arange(6), 2))
+    assert collector.collect(n_step=2).n_collected_steps >= 2
+    assert collector.buffer[np.array([6, 106])].info.item.tolist() == [0, 1]
+
+
+def test_stop_iteration_outside_an_env_reset_needs_a_reset() -> None:
+    class ExhaustedPolicy(ConstantPolicy):
+        def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+            raise StopIteration("not from an env reset")
+
+    collector = Collector(ExhaustedPolicy(DISCRETE), counting_venv([3]))
+    collector.reset()
+    with pytest.raises(StopIteration):
+        collector.collect(n_step=1)
+    with pytest.raises(ValueError, match="reset"):
+        collector.collect(n_step=1)
 
 
 def test_bare_gym_env_is_wrapped_with_a_warning() -> None:

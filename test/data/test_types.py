@@ -1,5 +1,6 @@
 """Tests of tianshou.data.types: the published aliases and Protocols, checked against Batch."""
 
+import inspect
 import typing
 
 import numpy as np
@@ -36,3 +37,12 @@ def test_collector_protocols_declare_the_collected_keys() -> None:
     assert RolloutBatchProtocol in EpisodeBatchProtocol.__mro__
     assert ModelOutputBatchProtocol in ImitationBatchProtocol.__mro__
     assert isinstance(Batch(obs=np.zeros(2)), BatchProtocol)
+
+
+def test_protocol_to_dict_takes_recurse_by_position_or_keyword() -> None:
+    parameter = inspect.signature(BatchProtocol.to_dict).parameters["recurse"]
+    assert parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert parameter.default is True
+    nested = Batch(sub=Batch(x=np.zeros(1)))
+    assert isinstance(nested.to_dict(False)["sub"], Batch)
+    assert isinstance(nested.to_dict(recurse=True)["sub"], dict)

@@ -118,15 +118,20 @@ def leaf_to_torch(value: Any, dtype: torch.dtype | None, device: torch.device) -
 
     :param value: the leaf; object arrays, strings, ``None`` and other objects are returned
         unchanged.
-    :param dtype: target dtype, None to keep the leaf's own dtype.
+    :param dtype: target dtype of array and tensor leaves, None to keep each leaf's own dtype.
+        Scalar leaves (numbers and 0-d arrays) keep their own dtype, as in the published
+        library: only data with a batch axis is cast.
     :param device: target device.
     """
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in NUMERIC_KINDS:
             return value
         tensor = torch.from_numpy(value)
+        if value.ndim == 0:
+            dtype = None
     elif is_number(value):
         tensor = torch.from_numpy(np.asanyarray(value))
+        dtype = None
     elif isinstance(value, torch.Tensor):
         tensor = value
     else:

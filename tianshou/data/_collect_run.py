@@ -15,7 +15,10 @@ hooks, the statistics record) and owns its staging, so the loop reads top to bot
 
 If anything (an env error, a dead worker, ``KeyboardInterrupt``) escapes the loop, the staged
 steps, all of which completed, are written before the error propagates; the collector then
-refuses to continue until it is reset, since the envs' state is no longer known.
+refuses to continue until it is reset, since the envs' state is no longer known. The exception
+is a ``StopIteration`` from resetting finished envs, by which a finite env reports that its data
+set is exhausted: the run records where the envs stand (:attr:`CollectRun.exhausted_at`), so the
+next call continues from there.
 """
 
 import time
@@ -178,6 +181,9 @@ class CollectRun:
         self.episode_hook = episode_hook
         self.check_env_output = check_env_output
         self.reset_kwargs = gym_reset_kwargs or {}
+        self.exhausted_at: EnvCursor | None = None
+        """Where the envs stood (one row per env) when a finite env's reset raised
+        ``StopIteration``; None unless that ended the run."""
         self.staging = RolloutStaging()
         stats_type = type(stats)
         self.default_step_stats = (
@@ -199,7 +205,7 @@ class CollectRun:
         self, start: EnvCursor, n_step: int | None, n_episode: int | None, render: float | None
     ) -> EnvCursor:
         """Step all (active) envs together until ``n_step`` steps or ``n_episode`` episodes
-        are collected; return where the envs stand afterwards.
+        are collected; return where the envs stand afterwards (one row per env).
 
         With ``n_episode``, only ``min(env_num, n_episode)`` envs start, and envs that finish
         while fewer episodes remain than envs run are retired (no bias to short episodes).
@@ -238,8 +244,15 @@ class CollectRun:
             if np.count_nonzero(term) or np.count_nonzero(trunc):
                 local = np.flatnonzero(np.logical_or(term, trunc))
                 episodes += len(local)
-                obs_next, info_next = self.reset_finished(active[local], local, obs_next, info_next)
                 state = zero_rows(state, local)
+                try:
+                    obs_next, info_next = self.reset_finished(
+                        active[local], local, obs_next, info_next
+                    )
+                except StopIteration:
+                    reached = EnvCursor(obs_next, info_next, state)
+                    self.exhausted_at = _with_rows(start, active, reached, env_num)
+                    raise
                 if n_episode is not None and episodes < n_episode:
                     keep = _unbiased_keep(len(active), local, n_episode - episodes)
                     if keep is not None:
@@ -255,7 +268,7 @@ class CollectRun:
             if (steps if n_episode is None else episodes) >= target:
                 break
         self.write_staged()
-        return EnvCursor(obs, info, state)
+        return _with_rows(start, active, EnvCursor(obs, info, state), env_num)
 
     def collect_async(
         self,
@@ -305,8 +318,14 @@ class CollectRun:
             if np.count_nonzero(term) or np.count_nonzero(trunc):
                 local = np.flatnonzero(np.logical_or(term, trunc))
                 episodes += len(local)
-                obs_next, info = self.reset_finished(ready[local], local, obs_next, info)
                 state_all = zero_rows(state_all, ready[local])
+                try:
+                    obs_next, info = self.reset_finished(ready[local], local, obs_next, info)
+                except StopIteration:
+                    before = EnvCursor(obs_all, info_all, state_all)
+                    reached = EnvCursor(obs_next, info, None)
+                    self.exhausted_at = _with_rows(before, ready, reached, env_num)
+                    raise
                 if self.episode_batches:
                     self.write_staged()
             obs_all = replace_rows(obs_all, ready, obs_next)
@@ -491,6 +510,25 @@ class CollectRun:
             return obs_reset, info_reset
         obs = replace_rows(obs_next, local, obs_reset)
         return obs, replace_rows(info, local, info_reset)
+
+
+def _with_rows(base: EnvCursor, env_ids: np.ndarray, rows: EnvCursor, env_num: int) -> EnvCursor:
+    """``base`` (one row per env) with the rows of the envs ``env_ids`` taken from ``rows``;
+    ``rows.state`` None keeps ``base.state``."""
+    every_env_in_order = len(env_ids) == env_num and np.array_equal(env_ids, np.arange(env_num))
+    if rows.state is None:
+        state = base.state
+    elif every_env_in_order:
+        state = rows.state
+    else:
+        state = put_rows(base.state, env_ids, rows.state, env_num)
+    if every_env_in_order:
+        return EnvCursor(rows.obs, rows.info, state)
+    return EnvCursor(
+        replace_rows(base.obs, env_ids, rows.obs),
+        replace_rows(base.info, env_ids, rows.info),
+        state,
+    )
 
 
 def _unbiased_keep(n_active: int, finished: np.ndarray, remaining: int) -> np.ndarray | None:

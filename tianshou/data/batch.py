@@ -373,7 +373,8 @@ class Batch:
     def to_torch(
         self, dtype: torch.dtype | None = None, device: str | int | torch.device = "cpu"
     ) -> Self:
-        """Return a deep copy in which numeric leaves are tensors of ``dtype`` on ``device``."""
+        """Return a deep copy in which numeric leaves are tensors on ``device`` (see
+        :meth:`to_torch_` for ``dtype``)."""
         result = deepcopy(self)
         result.to_torch_(dtype, device)
         return result
@@ -383,7 +384,8 @@ class Batch:
     ) -> None:
         """Convert numeric arrays, numbers and tensors (recursively) to tensors, in place.
 
-        :param dtype: target dtype for every converted leaf; None keeps each leaf's dtype.
+        :param dtype: target dtype of the array and tensor leaves; None keeps each leaf's dtype.
+            Scalar leaves (numbers, 0-d arrays) keep their own dtype, as in the published library.
         :param device: target device. Object arrays, strings and ``None`` are left unchanged.
         """
         device = torch.device(device) if not isinstance(device, torch.device) else device
@@ -492,9 +494,13 @@ class Batch:
 
         The rows are ``range(len(self))``; the kept ones are selected by their integer positions,
         so leaves longer than the Batch (``len`` is the shortest leaf) are cut to those rows.
-        A leaf that is None as a whole is null in every row.
+        A leaf that is None as a whole is null in every row. Object leaves get the dtype the kept
+        values have (:func:`~tianshou.data.batch_ops.retype_object_leaves`): a column that held
+        ``None`` next to numbers is numeric once the ``None`` rows are gone.
         """
-        return self[np.flatnonzero(~null_rows(self))]
+        kept = self[np.flatnonzero(~null_rows(self))]
+        retype_object_leaves(kept)
+        return kept
 
     # -- joining --------------------------------------------------------------------------------
 
@@ -697,6 +703,7 @@ from tianshou.data.batch_ops import (  # noqa: E402
     null_mask,
     null_rows,
     reset_at,
+    retype_object_leaves,
     stack_into,
     trees_equal,
 )

@@ -14,6 +14,7 @@ which pads and reports problems with the offending key.
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -592,6 +593,20 @@ def _mark_null_rows(batch: Batch, rows: np.ndarray) -> None:
                 continue
             row_has_null = np.asarray(mask.reshape(mask.shape[0], -1).any(axis=1))
             rows |= row_has_null[: len(rows)]
+
+
+def retype_object_leaves(batch: Batch) -> None:
+    """Give every non-empty object array of ``batch`` (recursively) the dtype a Batch infers for
+    its values, in place: an object column of numbers becomes numeric once its ``None`` rows are
+    dropped. Values a Batch keeps as objects (strings, ragged rows, mixed types) stay as they are.
+    """
+    data = batch.__dict__
+    for key, value in data.items():
+        if isinstance(value, Batch):
+            retype_object_leaves(value)
+        elif isinstance(value, np.ndarray) and value.dtype == object and value.size:
+            with suppress(TypeError):  # values of mismatched shapes fit only an object array
+                data[key] = to_array_with_correct_type(value.tolist())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,13 +19,17 @@ How a collection step works, and why:
 * Actions are checked against the action space (shape; NaN/inf for ``Box``) once per step, and
   with ``raise_on_nan_in_buffer`` so are the envs' observations and rewards.
 * An error escaping ``collect`` first stores every completed step; the collector then refuses
-  to collect until it is reset.
+  to collect until it is reset. A finite env's ``StopIteration`` (its data set is exhausted)
+  passes through unchanged, and the next ``collect`` continues without a reset.
+* Durations are measured with ``time.monotonic`` of this module's ``time``: patching
+  ``tianshou.data.collector.time`` controls them, as with the published library.
 
 The collectors below hold what lasts across calls (the envs' current observations, hooks); one
 call's loop, from the policy's action to the buffer write, is :class:`CollectRun` in
 :mod:`tianshou.data._collect_run`.
 """
 
+import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -96,6 +100,12 @@ __all__ = [
     "StepHookProtocol",
     "get_stddev_from_dist",
 ]
+
+
+def _read_collect_clock() -> float:
+    """Seconds on the monotonic clock timing ``collect`` (see ``BaseCollector.collect``); the
+    module attribute ``time`` is looked up at every call, so that patching it takes effect."""
+    return time.monotonic()
 
 
 class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
@@ -186,6 +196,9 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
     def _forget_env_state(self) -> None:
         self._cursor = None
 
+    def _can_continue_after(self, exc: BaseException) -> bool:
+        return isinstance(exc, StopIteration) and self._cursor is not None
+
     def _check_is_reset(self) -> EnvCursor:
         """The envs' current state; raises unless the collector was reset since it was built,
         closed, or interrupted."""
@@ -244,10 +257,12 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
     ) -> None:
         cursor = self._check_is_reset()
         run = self._new_run(stats, random, gym_reset_kwargs)
-        cursor = run.collect_sync(cursor, n_step, n_episode, render)
-        if n_step is not None:
-            self._cursor = cursor
-        else:
+        try:
+            self._cursor = run.collect_sync(cursor, n_step, n_episode, render)
+        except StopIteration:
+            self._cursor = run.exhausted_at  # None unless a finite env's reset raised it
+            raise
+        if n_episode is not None:
             self.reset_env(gym_reset_kwargs)
 
 
@@ -305,4 +320,8 @@ class AsyncCollector(Collector[TCollectStats], Generic[TCollectStats]):
     ) -> None:
         cursor = self._check_is_reset()
         run = self._new_run(stats, random, gym_reset_kwargs)
-        self._cursor = run.collect_async(cursor, self._pending, n_step, n_episode, render)
+        try:
+            self._cursor = run.collect_async(cursor, self._pending, n_step, n_episode, render)
+        except StopIteration:
+            self._cursor = run.exhausted_at  # None unless a finite env's reset raised it
+            raise

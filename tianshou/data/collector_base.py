@@ -5,7 +5,6 @@ The collectors themselves live in :mod:`tianshou.data.collector`, and the loop o
 ``collect`` call in :mod:`tianshou.data._collect_run`.
 """
 
-import time
 import warnings
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic
@@ -35,10 +34,12 @@ TCollectStats = TypeVar("TCollectStats", bound=CollectStats, default=CollectStat
 """The statistics type a collector returns; ``Collector(...)`` alone means ``CollectStats``."""
 
 
-class CollectorBufferError(ValueError, AssertionError):
-    """The buffer has fewer sub-buffers than the collector has environments.
+class CollectorBufferError(ValueError, AssertionError, TypeError):
+    """The buffer has fewer sub-buffers than the collector has environments (a single
+    ``ReplayBuffer`` or ``PrioritizedReplayBuffer`` has one).
 
-    Also an ``AssertionError``, since earlier releases signalled it with an assertion.
+    Also an ``AssertionError`` and a ``TypeError``, which earlier releases raised for a too
+    small vector buffer and for a single buffer with several environments.
     """
 
 
@@ -90,12 +91,25 @@ def _check_buffer(buffer: ReplayBuffer | None, env_num: int) -> ReplayBuffer:
             )
     elif env_num > 1:
         name = type(buffer).__name__
-        raise TypeError(
+        raise CollectorBufferError(
             f"cannot collect {env_num} envs into a single {name}(size={buffer.maxsize}); use "
             f"the vector version, e.g. VectorReplayBuffer(total_size={buffer.maxsize}, "
             f"buffer_num={env_num})"
         )
     return buffer
+
+
+def _clock() -> float:
+    """Seconds on the monotonic clock that times ``collect``.
+
+    The clock is read through the ``time`` module of :mod:`tianshou.data.collector`, where the
+    published library does its timing, so that replacing ``tianshou.data.collector.time``
+    changes the reported durations there as well as here.
+    """
+    # imported here: tianshou.data.collector imports this module
+    from tianshou.data.collector import _read_collect_clock
+
+    return _read_collect_clock()
 
 
 def _null_keys(batch: Batch, prefix: str = "") -> list[str]:
@@ -239,20 +253,27 @@ class BaseCollector(Generic[TCollectStats], ABC):
         before it is in the buffer and counted in ``collect_step``/``collect_episode``; the
         collector then refuses to collect until it is reset, because the envs' state is
         unknown and continuing would store a transition spanning the fault.
+
+        A finite vector env (one that serves a data set, e.g. for evaluation) signals that its
+        data is exhausted by raising ``StopIteration`` from ``reset``. That ``StopIteration``
+        reaches the caller unchanged, the steps before it are stored, and the next ``collect``
+        continues from the last observations without resetting the envs (a finite env gets
+        ready to serve again before it raises).
         """
         self._check_collect_args(n_step, n_episode)
         if reset_before_collect:
             self.reset(reset_buffer=False, gym_reset_kwargs=gym_reset_kwargs)
         stats = self.collect_stats_class()
-        start = time.perf_counter()
+        start = _clock()
         try:
             with torch_train_mode(self.policy, enabled=False), torch.no_grad():
                 self._collect(stats, n_step, n_episode, random, render, gym_reset_kwargs)
         except BaseException as exc:
-            self._count(stats, time.perf_counter() - start)
-            self._refuse_until_reset(exc, stats)
+            self._count(stats, _clock() - start)
+            if not self._can_continue_after(exc):
+                self._refuse_until_reset(exc, stats)
             raise
-        elapsed = time.perf_counter() - start
+        elapsed = _clock() - start
         self._count(stats, elapsed)
         stats.set_collect_time(elapsed, update_collect_speed=True)
         stats.refresh_all_sequence_stats()
@@ -300,6 +321,12 @@ class BaseCollector(Generic[TCollectStats], ABC):
             "in the buffer; reset the collector (e.g. collector.reset(reset_buffer=False)) "
             "before collecting again"
         )
+
+    def _can_continue_after(self, exc: BaseException) -> bool:
+        """Whether the next ``collect`` can continue without a reset after ``exc`` interrupted
+        this one: only after a finite env's ``StopIteration``, when ``_collect`` recorded
+        where the envs stand. Collectors that do not support finite envs keep the default."""
+        return False
 
     @abstractmethod
     def _forget_env_state(self) -> None:

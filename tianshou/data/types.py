@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, KeysView, Sequence
 from types import EllipsisType
-from typing import Any, Protocol, Self, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
 import torch
@@ -90,7 +90,14 @@ class BatchProtocol(Protocol):
 
     def is_empty(self, recurse: bool = False) -> bool: ...
 
-    def to_dict(self, recurse: bool = True, /) -> dict[str, Any]: ...
+    if TYPE_CHECKING:
+        # Batch.to_dict calls this parameter ``recursive`` (``recurse`` is its keyword-only
+        # alias), as published; type checkers see it positional-only so that Batch conforms.
+        def to_dict(self, recurse: bool = True, /) -> dict[str, Any]: ...
+
+    else:
+
+        def to_dict(self, recurse: bool = True) -> dict[str, Any]: ...
 
     def to_list_of_dicts(self) -> list[dict[str, Any]]: ...
 

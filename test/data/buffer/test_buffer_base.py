@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-from tianshou.data import Batch, PrioritizedReplayBuffer, ReplayBuffer, VectorReplayBuffer
+from tianshou.data import (
+    Batch,
+    HERReplayBuffer,
+    HERVectorReplayBuffer,
+    PrioritizedReplayBuffer,
+    PrioritizedVectorReplayBuffer,
+    ReplayBuffer,
+    ReplayBufferManager,
+    VectorReplayBuffer,
+)
 from tianshou.data.buffer.buffer_base import MalformedBufferError
 
 
@@ -447,7 +456,8 @@ def test_ignore_obs_next_rebuilds_from_next_obs() -> None:
             [7, 7, 8, 9],
         ],
     )
-    assert np.array_equal(data.info["if"], np.arange(10))  # only obs/obs_next are stacked
+    assert np.array_equal(data.info["if"], data.obs.mask)  # info is stacked like obs
+    assert np.array_equal(data.act.act_id, np.arange(10))  # act is not
 
 
 @pytest.mark.parametrize(
@@ -889,3 +899,82 @@ def test_stacked_obs_next_without_stored_obs_next_matches_published(dict_obs: bo
             if dict_obs:
                 ours, expected = ours.x, expected.x
             assert ours.shape == expected.shape and np.array_equal(ours, expected)
+
+
+# ------------------------------------------------------------- frame stacking of every buffer kind
+def _reward_of_goals(achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
+    return -np.abs(achieved - desired).sum(axis=-1)
+
+
+STACKING_BUFFERS = {
+    "ReplayBuffer": lambda **kw: ReplayBuffer(12, **kw),
+    "PrioritizedReplayBuffer": lambda **kw: PrioritizedReplayBuffer(12, 0.6, 0.4, **kw),
+    "VectorReplayBuffer": lambda **kw: VectorReplayBuffer(12, 1, **kw),
+    "PrioritizedVectorReplayBuffer": lambda **kw: PrioritizedVectorReplayBuffer(
+        12, 1, alpha=0.6, beta=0.4, **kw
+    ),
+    "HERReplayBuffer": lambda **kw: HERReplayBuffer(12, _reward_of_goals, horizon=4, **kw),
+    "HERVectorReplayBuffer": lambda **kw: HERVectorReplayBuffer(
+        12, 1, compute_reward_fn=_reward_of_goals, horizon=4, **kw
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(STACKING_BUFFERS))
+@pytest.mark.parametrize("ignore_obs_next", [False, True])
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_stacking_covers_obs_obs_next_info_and_policy_only(
+    kind: str, ignore_obs_next: bool, dict_obs: bool
+) -> None:
+    buf = STACKING_BUFFERS[kind](stack_num=3, ignore_obs_next=ignore_obs_next)
+    for i in range(8):  # episodes [0, 1, 2, 3] and [4, 5, 6, 7]
+        data = Batch(
+            obs={"x": i} if dict_obs else i,
+            act=i,
+            rew=float(i),
+            terminated=i % 4 == 3,
+            truncated=False,
+            obs_next={"x": i + 1} if dict_obs else i + 1,
+            info={"id": i},
+            policy={"h": 10 * i},
+        )
+        if isinstance(buf, ReplayBufferManager):
+            buf.add(Batch.stack([data]), buffer_ids=[0])
+        else:
+            buf.add(data)
+    frames = [[0, 0, 0], [0, 0, 1], [0, 1, 2], [1, 2, 3], [4, 4, 4], [4, 4, 5], [4, 5, 6]]
+    frames.append([5, 6, 7])
+    batch = buf[np.arange(8)]
+
+    def values(node: Any) -> np.ndarray:
+        return node.x if dict_obs else node
+
+    assert values(batch.obs).tolist() == frames
+    assert batch.info.id.tolist() == frames
+    assert batch.policy.h.tolist() == (10 * np.array(frames)).tolist()
+    if ignore_obs_next:  # the stacked obs of the next row (an episode's last row is its own)
+        assert values(batch.obs_next)[:, -1].tolist() == [1, 2, 3, 3, 5, 6, 7, 7]
+    else:
+        assert values(batch.obs_next).tolist() == (np.array(frames) + 1).tolist()
+    assert values(batch.obs_next).shape == (8, 3)
+    for key in ("act", "rew", "terminated", "truncated", "done"):
+        assert batch[key].shape == (8,), key
+    assert batch.act.tolist() == list(range(8))
+    assert batch.done.tolist() == [i % 4 == 3 for i in range(8)]
+    single = buf[5]
+    assert single.info.id.tolist() == [4, 4, 5] and single.act == 5
+
+
+def test_required_keys_for_add_decide_what_add_needs() -> None:
+    assert ReplayBuffer._required_keys_for_add == {"obs", "act", "rew", "terminated", "truncated"}
+    data = step(0)
+    del data["act"]
+    with pytest.raises(ValueError, match=r"\['act'\] are missing"):
+        ReplayBuffer(3).add(data)
+
+    class NeedsInfo(ReplayBuffer):
+        _required_keys_for_add = ReplayBuffer._required_keys_for_add | {"info"}
+
+    with pytest.raises(ValueError, match=r"\['info'\] are missing"):
+        NeedsInfo(3).add(step(0))
+    NeedsInfo(3).add(step(0, info={"id": 1}))

@@ -169,7 +169,7 @@ def check_against(buf: ReplayBuffer, ref: RefManager, stack_num: int) -> None:
     newest = (lambda x: x) if stack_num == 1 else (lambda x: x[:, -1])
     assert newest(data.obs).tolist() == [ref.obs(r) for r in rows]
     assert newest(data.obs_next).tolist() == [ref.obs(r) + 10_000 for r in rows]
-    assert data.info.tag.tolist() == [2 * ref.obs(r) for r in rows]
+    assert newest(data.info.tag).tolist() == [2 * ref.obs(r) for r in rows]
     assert buf.prev(np.array(rows)).tolist() == [ref.prev(r) for r in rows]
     assert buf.next(np.array(rows)).tolist() == [ref.next(r) for r in rows]
     assert sorted(buf.unfinished_index().tolist()) == sorted(ref.unfinished())
@@ -181,6 +181,8 @@ def check_against(buf: ReplayBuffer, ref: RefManager, stack_num: int) -> None:
                 chain.insert(0, ref.prev(chain[0]))
             expected.append([ref.obs(c) for c in chain])
         assert data.obs.tolist() == expected
+        assert data.info.tag.tolist() == [[2 * obs for obs in stack] for stack in expected]
+        assert data.act.tolist() == [ref.obs(r) for r in rows]  # not stacked
     sampled = buf.sample_indices(20)
     assert set(sampled.tolist()) <= set(rows)
 

@@ -63,7 +63,8 @@ def test_to_torch_dtypes() -> None:
     assert to_torch(batch.a, dtype=torch.float32).dtype == torch.float32
     assert to_torch(batch.a, dtype=torch.float64).dtype == torch.float64
     as_float = to_torch(batch, dtype=torch.float32)
-    assert as_float.a.dtype == as_float.b.c.dtype == as_float.b.d.dtype == torch.float32
+    assert as_float.b.c.dtype == as_float.b.d.dtype == torch.float32
+    assert as_float.a.dtype == torch.float64  # a scalar leaf keeps its own precision
     assert isinstance(batch.a, np.ndarray)  # the input Batch is not modified
     assert to_torch([float("nan"), 1]).dtype == torch.float64
     assert to_torch(1).dtype == torch.int64 and to_torch(1.0).dtype == torch.float64
@@ -108,19 +109,26 @@ def test_to_torch_rejects_values_without_tensor_form(value: object) -> None:
         to_torch(value)
 
 
-def test_to_torch_of_numpy_scalar_leaves_with_dtype() -> None:
+def test_to_torch_keeps_the_dtype_of_scalar_leaves_and_casts_the_rest() -> None:
     row = Batch(f=np.array([1.5, 2.5]), i=np.array([3, 4]), b=np.array([True, False]))[0]
     assert type(row.f) is np.float64 and type(row.i) is np.int64  # indexing gives numpy scalars
+    own = {"f": torch.float64, "i": torch.int64, "b": torch.bool}
     for source in (
         row,
         Batch(f=np.float64(1.5), i=np.int64(3), b=np.bool_(True)),
         {"f": np.float64(1.5), "i": np.int64(3), "b": np.bool_(True)},
     ):
         converted = to_torch(source, dtype=torch.float32)
-        for key, expected in (("f", 1.5), ("i", 3.0), ("b", 1.0)):
+        for key, expected in (("f", 1.5), ("i", 3), ("b", True)):
             leaf = converted[key]
-            assert isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float32
+            assert isinstance(leaf, torch.Tensor) and leaf.dtype == own[key]
             assert leaf.shape == () and leaf.item() == expected
+        in_place = Batch(source) if isinstance(source, dict) else Batch(source, copy=True)
+        in_place.to_torch_(dtype=torch.float32)
+        assert {key: in_place[key].dtype for key in own} == own
+    rows = to_torch(Batch(f=np.array([1.5]), t=torch.ones(1, dtype=torch.int64)), torch.float32)
+    assert rows.f.dtype == rows.t.dtype == torch.float32  # leaves with a batch axis are cast
+    assert to_torch(np.float64(1.0), dtype=torch.float32).dtype == torch.float32  # alone: cast
     assert to_torch(np.int64(7), dtype=torch.float64).dtype == torch.float64
     assert to_torch([{"a": 1}, {"a": 2}], dtype=torch.float32).a.tolist() == [1.0, 2.0]
     assert to_numpy([{"a": 1}, {"a": 2}]).a.tolist() == [1, 2]

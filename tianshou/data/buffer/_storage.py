@@ -13,6 +13,7 @@ data. Reads go the other way: :func:`gather` fancy-indexes every leaf and rebuil
 ``Batch._from_parsed_dict`` (no re-parsing of values that are already arrays).
 """
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -136,9 +137,6 @@ def _covered(path: Path, given: set[Path]) -> bool:
     return any(path[:cut] in given for cut in range(1, len(path) + 1))
 
 
-REQUIRED_KEYS = ("obs", "act", "rew", "terminated", "truncated")
-
-
 def to_numpy(value: Any) -> np.ndarray:
     """``value`` as a numpy array (tensors are detached and moved to the CPU)."""
     if isinstance(value, np.ndarray):
@@ -179,15 +177,16 @@ def prepare_input(
     n: int | None,
     save_only_last_obs: bool,
     save_obs_next: bool,
+    required_keys: Collection[str],
 ) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """Check required keys; derive ``done``; apply the obs options; return the float64
+    """Check the ``required_keys``; derive ``done``; apply the obs options; return the float64
     ``(n, r)`` rewards and the bool ``(n,)`` done flags for the bookkeeping kernel."""
-    for key in REQUIRED_KEYS:
-        if data.get(key) is None:
-            raise ValueError(
-                f"add() needs the key '{key}' (required: {list(REQUIRED_KEYS)}); "
-                f"got keys {list(data)}",
-            )
+    missing = sorted(key for key in required_keys if data.get(key) is None)
+    if missing:
+        raise ValueError(
+            f"add() needs the keys {sorted(required_keys)}, but {missing} are missing; "
+            f"got keys {list(data)}",
+        )
     data = dict(data)
     flag_shape = () if n is None else (n,)
     if data.get("done") is not None:

@@ -62,6 +62,10 @@ DataColumn = npt.ArrayLike | torch.Tensor | Batch | dict[str, Any]
 """One column for :meth:`ReplayBuffer.from_data`: anything array-like, e.g. an h5py dataset."""
 
 _PLAIN_OUTPUT_KEYS = ("act", "rew", "terminated", "truncated", "done")
+"""Keys read one row per index: with ``stack_num > 1`` they stay unstacked."""
+_STACKED_EXTRA_KEYS = ("info", "policy")
+"""Keys besides ``obs``/``obs_next`` that are frame-stacked like the observations, so that a
+recurrent policy sees the infos and policy outputs (e.g. hidden states) of the same frames."""
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 
 
@@ -75,8 +79,9 @@ class ReplayBuffer(BufferStateMixin):
 
     :param size: number of transitions kept; the oldest is overwritten once full. 0 gives an
         empty buffer that cannot be added to.
-    :param stack_num: frames stacked along a new axis when reading ``obs``/``obs_next`` (the
-        first frame of an episode is repeated), for recurrent or frame-stacking policies.
+    :param stack_num: frames stacked along a new axis when reading ``obs``, ``obs_next``, ``info``
+        and ``policy`` (the first frame of an episode is repeated), for recurrent or
+        frame-stacking policies.
     :param ignore_obs_next: do not store ``obs_next``; it is rebuilt as ``obs[next(i)]`` on read,
         halving memory for image observations.
     :param save_only_last_obs: store only the last frame of a stacked observation (Atari-style
@@ -89,6 +94,11 @@ class ReplayBuffer(BufferStateMixin):
 
     _reserved_keys = RESERVED_KEYS
     _input_keys = INPUT_KEYS
+    _required_keys_for_add: frozenset[str] = frozenset(
+        {"obs", "act", "rew", "terminated", "truncated"}
+    )
+    """The keys every batch given to :meth:`add` must hold (``done`` is derived from the flags,
+    ``obs_next``, ``info`` and ``policy`` are optional); a subclass may require more."""
 
     def __init__(
         self,
@@ -206,8 +216,9 @@ class ReplayBuffer(BufferStateMixin):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Store transitions and update the episode statistics.
 
-        :param batch: needs ``obs, act, rew, terminated, truncated``; ``done`` is always
-            recomputed as ``terminated | truncated``. Other keys are stored as given.
+        :param batch: needs the keys ``_required_keys_for_add`` (``obs, act, rew, terminated,
+            truncated``); ``done`` is always recomputed as ``terminated | truncated``. Other
+            keys are stored as given.
         :param buffer_ids: sub-buffer of each row of a stacked ``batch``. ``None`` on a plain
             buffer means ``batch`` is one un-stacked transition (on a manager: one row per
             sub-buffer).
@@ -227,7 +238,11 @@ class ReplayBuffer(BufferStateMixin):
             ids = as_buffer_ids(buffer_ids)
             n = len(ids)
         data, rew, done = prepare_input(
-            batch.__dict__, n, self._save_only_last_obs, self._save_obs_next
+            batch.__dict__,
+            n,
+            self._save_only_last_obs,
+            self._save_obs_next,
+            self._required_keys_for_add,
         )
         plan, values = self._validated(data, n, ids)
         if rew.shape[1:] != self._rew_shape:
@@ -551,9 +566,11 @@ class ReplayBuffer(BufferStateMixin):
         return np.stack(chain[::-1], axis=-1)
 
     def __getitem__(self, index: IndexType) -> Batch:
-        """Transitions at ``index`` (int, slice, int array or mask) with the reserved keys, extra
-        keys, frame-stacked ``obs``/``obs_next``. ``buf[:]`` lists every stored transition in
-        chronological order; other slices select rows ``range(len(buf))[index]``."""
+        """Transitions at ``index`` (int, slice, int array or mask) with the reserved keys and
+        extra keys; with ``stack_num > 1``, ``obs``, ``obs_next``, ``info`` and ``policy`` are
+        frame-stacked while ``act``, ``rew``, the flags and extra keys stay one row per index.
+        ``buf[:]`` lists every stored transition in chronological order; other slices select
+        rows ``range(len(buf))[index]``."""
         if isinstance(index, slice):
             if index == slice(None):
                 return self._rows_to_batch(self.sample_indices(0))
@@ -574,8 +591,8 @@ class ReplayBuffer(BufferStateMixin):
             if key in meta:
                 out[key] = gather(meta[key], index)
         out["obs_next"] = self._obs_next_at(index, stacked)
-        for key in ("info", "policy"):
-            out[key] = gather(meta[key], index) if key in meta else Batch()
+        for key in _STACKED_EXTRA_KEYS:
+            out[key] = gather(meta[key], stacked) if key in meta else Batch()
         for key, value in meta.items():
             if key not in out:
                 out[key] = gather(value, index)

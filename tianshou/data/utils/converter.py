@@ -102,7 +102,9 @@ def to_torch(
 ) -> Batch | torch.Tensor:
     """Return ``x`` as tensors of ``dtype`` (None: keep) on ``device``.
 
-    Batches and dicts are deep-copied and converted leaf by leaf; lists/tuples are parsed first.
+    Batches and dicts are deep-copied and converted leaf by leaf (see
+    :meth:`~tianshou.data.Batch.to_torch_`: their scalar leaves keep their own dtype);
+    lists/tuples are parsed first. A number or array given alone is cast to ``dtype``.
 
     :raises TypeError: if ``x`` (e.g. ``None`` or an object array) has no tensor form.
     """
