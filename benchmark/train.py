@@ -90,6 +90,7 @@ def ppo_cartpole(seed: int) -> tuple[float, int, float]:
     algorithm = PPO(
         policy=DiscreteActorPolicy(
             actor=DiscreteActor(preprocess_net=body(), action_shape=2),
+            dist_fn=torch.distributions.Categorical,
             action_space=space,
             deterministic_eval=True,
         ),

@@ -80,7 +80,9 @@ def make_ppo(args: argparse.Namespace, env: PettingZooParallelEnv) -> PPO:
     critic = DiscreteCritic(
         preprocess_net=Net(state_shape=obs_dim, hidden_sizes=args.hidden_sizes)
     ).to(args.device)
-    policy = DiscreteActorPolicy(actor=actor, action_space=env.agent_action_space)
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=torch.distributions.Categorical, action_space=env.agent_action_space
+    )
     return PPO(
         policy=policy,
         critic=critic,

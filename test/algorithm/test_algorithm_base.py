@@ -169,6 +169,33 @@ def test_random_action_policy_compute_action_fits_the_env(space: gym.Space) -> N
     env.step(RandomActionPolicy(env.action_space).compute_action(np.zeros(4)))
 
 
+def test_discrete_random_action_policy_has_a_uniform_actor() -> None:
+    space = gym.spaces.Discrete(3)
+    space.seed(0)
+    policy = RandomActionPolicy(space)
+    assert policy.actor is not None
+    probs = torch.as_tensor(policy.actor(np.zeros((10, 2)))[0])
+    assert probs.shape == (10, 3)
+    assert torch.allclose(probs, torch.full((10, 3), 1 / 3))
+    assert space.contains(policy.compute_action(np.zeros(2)))
+    acts = policy(Batch(obs=np.zeros((10, 2)), info=Batch())).act
+    assert acts.shape == (10,)
+    assert all(space.contains(a) for a in acts)
+    assert len(set(acts.tolist())) > 1
+
+
+def test_box_random_action_policy_actor_samples_actions() -> None:
+    space = gym.spaces.Box(-2.0, 3.0, (4,))
+    space.seed(0)
+    policy = RandomActionPolicy(space)
+    assert policy.actor is not None
+    sampled = np.asarray(policy.actor(np.zeros((10, 2)))[0])
+    assert sampled.shape == (10, 4)
+    assert all(space.contains(row.astype(space.dtype)) for row in sampled)
+    assert len(np.unique(sampled, axis=0)) == 10
+    assert RandomActionPolicy(gym.spaces.MultiBinary(3)).actor is None
+
+
 def test_exploration_noise_is_identity_by_default() -> None:
     policy = LinearPolicy(BOX)
     act = np.ones((2, 2))

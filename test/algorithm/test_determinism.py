@@ -65,21 +65,27 @@ def pendulum_deterministic_policy(space: gym.Space) -> ContinuousDeterministicPo
 
 def build_reinforce(space: gym.Space, lr: float) -> Algorithm:
     actor = DiscreteActor(preprocess_net=cartpole_body(), action_shape=2)
-    policy = DiscreteActorPolicy(actor=actor, action_space=space)
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=torch.distributions.Categorical, action_space=space
+    )
     return Reinforce(policy=policy, optim=AdamOptimizerFactory(lr=lr))
 
 
 def build_a2c(space: gym.Space, lr: float) -> Algorithm:
     actor = DiscreteActor(preprocess_net=cartpole_body(), action_shape=2)
     critic = DiscreteCritic(preprocess_net=cartpole_body())
-    policy = DiscreteActorPolicy(actor=actor, action_space=space)
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=torch.distributions.Categorical, action_space=space
+    )
     return A2C(policy=policy, critic=critic, optim=AdamOptimizerFactory(lr=lr))
 
 
 def build_ppo(space: gym.Space, lr: float) -> Algorithm:
     actor = DiscreteActor(preprocess_net=cartpole_body(), action_shape=2)
     critic = DiscreteCritic(preprocess_net=cartpole_body())
-    policy = DiscreteActorPolicy(actor=actor, action_space=space)
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=torch.distributions.Categorical, action_space=space
+    )
     return PPO(policy=policy, critic=critic, optim=AdamOptimizerFactory(lr=lr))
 
 

@@ -83,3 +83,32 @@ def test_wrapped_stats_is_a_read_only_class_attribute() -> None:
     inner, outer = make_stats()
     with pytest.raises(AttributeError):
         outer.wrapped_stats = inner  # type: ignore[misc]
+
+
+def test_assigning_a_new_attribute_is_refused() -> None:
+    inner, outer = make_stats()
+    with pytest.raises(AttributeError, match="new attribute 'new_loss'"):
+        outer.new_loss = 1.0
+    assert not hasattr(outer, "new_loss") and not hasattr(inner, "new_loss")
+
+
+def test_assigning_an_existing_attribute_reaches_the_wrapped_stats() -> None:
+    inner, outer = make_stats()
+    outer.loss = 3.0  # only the wrapped stats have it
+    assert inner.loss == outer.loss == 3.0
+    assert "loss" not in vars(outer)
+    outer.shared = 5.0  # both have it: both change
+    assert inner.shared == outer.shared == 5.0
+    outer.icm_loss = 0.5  # only the wrapper has it
+    assert outer.icm_loss == 0.5 and not hasattr(inner, "icm_loss")
+    assert outer.get_loss_stats_dict() == {"loss": 3.0, "shared": 5.0, "icm_loss": 0.5}
+
+
+def test_attributes_added_to_a_plain_training_stats_are_wrapped_too() -> None:
+    inner = TrainingStats(train_time=1.0)
+    inner.loss_field = 12.0  # type: ignore[attr-defined]
+    outer = OuterStats(inner, icm_loss=42.0, shared=1.0)
+    outer.loss_field = 13.0
+    assert inner.loss_field == 13.0  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        outer.other_field = 1.0

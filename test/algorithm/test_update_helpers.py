@@ -65,7 +65,14 @@ class TestMinibatches:
             rows = np.concatenate([batches[first].act, batches[second].act])
             assert sorted(rows) == list(range(7))
 
-    @pytest.mark.parametrize(("batch_size", "repeat"), [(0, 1), (2, 0)])
+    @pytest.mark.parametrize("batch_size", [0, None])
+    def test_zero_or_none_is_one_minibatch_of_everything_per_pass(
+        self, batch_size: int | None
+    ) -> None:
+        batches = list(iterate_minibatches(Batch(act=np.arange(7)), batch_size, repeat=2))
+        assert [sorted(b.act) for b in batches] == [list(range(7))] * 2
+
+    @pytest.mark.parametrize(("batch_size", "repeat"), [(-1, 1), (2, 0)])
     def test_bad_arguments(self, batch_size: int, repeat: int) -> None:
         with pytest.raises(ValueError):
             list(iterate_minibatches(Batch(act=np.arange(4)), batch_size, repeat))

@@ -30,17 +30,21 @@ def test_stddev_of_a_categorical_is_the_spread_of_the_action_index() -> None:
     np.testing.assert_allclose(get_stddev_from_dist(dist).numpy(), [[1.0], [0.0]], atol=1e-6)
 
 
-def test_stddev_of_a_batch_of_scalar_normals_has_one_column() -> None:
+def test_stddev_of_any_other_distribution_is_its_stddev_unchanged() -> None:
     dist = Normal(torch.zeros(3), torch.tensor([0.5, 1.0, 2.0]))
-    np.testing.assert_allclose(get_stddev_from_dist(dist).numpy(), [[0.5], [1.0], [2.0]])
-
-
-def test_stddev_of_multidimensional_normals_is_flattened_per_row() -> None:
-    scale = torch.arange(1.0, 13.0).reshape(2, 3, 2)
-    dist = Independent(Normal(torch.zeros(2, 3, 2), scale), 2)
     std = get_stddev_from_dist(dist)
-    assert std.shape == (2, 6)
-    np.testing.assert_allclose(std.numpy(), scale.reshape(2, 6).numpy())
+    assert std.shape == (3,)
+    np.testing.assert_allclose(std.numpy(), [0.5, 1.0, 2.0])
+    scale = torch.arange(1.0, 13.0).reshape(2, 3, 2)
+    std = get_stddev_from_dist(Independent(Normal(torch.zeros(2, 3, 2), scale), 2))
+    np.testing.assert_allclose(std.numpy(), scale.numpy())
+
+
+def test_stddev_of_an_unbatched_categorical_has_one_entry() -> None:
+    # actions 0, 1, 2 equally likely: mean 1, variance 2/3
+    std = get_stddev_from_dist(Categorical(logits=torch.zeros(3)))
+    assert std.shape == (1,)
+    assert std.item() == pytest.approx(np.sqrt(2 / 3))
 
 
 # ------------------------------------------------------------------ CollectStats
@@ -74,6 +78,30 @@ def test_step_batches_count_steps_and_stack_the_distribution_spread() -> None:
     np.testing.assert_allclose(stats.pred_dist_std_array, [[1.0], [1.0], [3.0], [3.0]])
     assert stats.pred_dist_std_array_stat is not None
     assert stats.pred_dist_std_array_stat[0].mean == pytest.approx(2.0)
+
+
+def test_an_unbatched_distribution_is_one_row_per_step_with_per_dimension_stats() -> None:
+    stats = CollectStats()
+    dist = Normal(torch.zeros(3), torch.tensor([1.0, 2.0, 3.0]))
+    for _ in range(10):
+        stats.update_at_step_batch(Batch(act=np.zeros(1), dist=dist))
+    stats.refresh_all_sequence_stats()
+    assert stats.pred_dist_std_array is not None
+    assert stats.pred_dist_std_array.shape == (10, 3)
+    assert stats.pred_dist_std_array_stat is not None
+    assert sorted(stats.pred_dist_std_array_stat) == [0, 1, 2]
+    for dim, scale in enumerate((1.0, 2.0, 3.0)):
+        summary = stats.pred_dist_std_array_stat[dim]
+        assert (summary.mean, summary.std, summary.min, summary.max) == (scale, 0.0, scale, scale)
+
+
+def test_higher_dimensional_stds_are_flattened_per_row() -> None:
+    stats = CollectStats()
+    scale = torch.arange(1.0, 13.0).reshape(2, 3, 2)
+    dist = Independent(Normal(torch.zeros(2, 3, 2), scale), 2)
+    stats.update_at_step_batch(Batch(act=np.zeros(2), dist=dist))
+    assert stats.pred_dist_std_array is not None
+    np.testing.assert_allclose(stats.pred_dist_std_array, scale.reshape(2, 6).numpy())
 
 
 def test_episode_updates_record_return_length_and_refresh_on_request() -> None:

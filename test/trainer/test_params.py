@@ -132,7 +132,12 @@ def test_bad_values_are_named(
 
 def test_on_policy_sizes(collectors: tuple[Any, Any]) -> None:
     train, _ = collectors
+    # None and 0 both mean one mini-batch of everything collected
     assert OnPolicyTrainerParams(training_collector=train, batch_size=None).batch_size is None
+    assert OnPolicyTrainerParams(training_collector=train, batch_size=0).batch_size == 0
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="batch_size must be a positive integer, or 0 or None"):
+            OnPolicyTrainerParams(training_collector=train, batch_size=bad)
     with pytest.raises(ValueError, match="update_step_num_repetitions"):
         OnPolicyTrainerParams(training_collector=train, update_step_num_repetitions=0)
 

@@ -52,6 +52,7 @@ def build(seed: int) -> tuple[PPO, Collector, Collector]:
             actor=DiscreteActor(
                 preprocess_net=Net(state_shape=4, hidden_sizes=[16]), action_shape=2
             ),
+            dist_fn=torch.distributions.Categorical,
             action_space=space,
             deterministic_eval=True,
         ),

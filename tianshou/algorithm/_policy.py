@@ -15,6 +15,7 @@ from torch import nn
 
 from tianshou.data.batch import Batch
 from tianshou.data.utils.converter import to_numpy
+from tianshou.utils.net.action_repr import RandomActor
 
 ActionBoundMethod = Literal["clip", "tanh"]
 ACTION_BOUND_METHODS: tuple[str, ...] = ("clip", "tanh")
@@ -183,6 +184,12 @@ class RandomActionPolicy(Policy):
 
     Actions are drawn from the space's own random generator (seed it with
     ``action_space.seed(...)``) and are environment actions: no scaling or bounding is applied.
+    For a ``Discrete`` or ``Box`` space the policy has an ``actor``, a
+    :class:`~tianshou.utils.net.common.RandomActor`, like the trainable policies, so code that
+    inspects ``policy.actor`` works on it too: for a ``Discrete`` space the actor outputs uniform
+    action probabilities, for a ``Box`` space sampled actions. Other spaces (``MultiDiscrete``,
+    ``MultiBinary``, ...) have no such network (``actor`` is None); their actions are sampled
+    from the space directly.
 
     :param action_space: the space to sample from.
     :param observation_space: the environment's observation space (only kept).
@@ -195,16 +202,15 @@ class RandomActionPolicy(Policy):
             action_scaling=False,
             action_bound_method=None,
         )
+        self.actor: RandomActor | None = (
+            RandomActor(action_space) if isinstance(action_space, Box | Discrete) else None
+        )
 
     def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """One random action per observation in ``batch.obs``."""
-        return Batch(act=self._sample(len(batch.obs)), state=state)
-
-    def _sample(self, num: int) -> np.ndarray:
-        space = self.action_space
-        rng = space.np_random
-        if isinstance(space, Discrete):
-            return rng.integers(space.start, space.start + space.n, size=num)
-        if isinstance(space, Box) and space.is_bounded():
-            return rng.uniform(space.low, space.high, size=(num, *space.shape)).astype(space.dtype)
-        return np.stack([space.sample() for _ in range(num)])
+        num = len(batch.obs)
+        if self.actor is None:
+            act = np.stack([self.action_space.sample() for _ in range(num)])
+        else:
+            act = to_numpy(self.actor.compute_action_batch(batch.obs))
+        return Batch(act=act.astype(self.action_space.dtype, copy=False), state=state)

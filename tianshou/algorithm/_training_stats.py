@@ -55,6 +55,12 @@ class TrainingStatsWrapper(TrainingStats):
     ``dataclasses.asdict`` (what the trainer logs) gives the wrapped stats as a nested dict under
     ``wrapped_stats``.
 
+    Once constructed, the record only accepts assignments to attributes that exist: an attribute
+    of the wrapped stats is changed there (on both records where both have it), and a new name
+    raises ``AttributeError``, which catches a misspelt loss name instead of logging nothing.
+    Subclasses therefore set their own attributes in ``__init__`` *before* calling
+    ``super().__init__(wrapped_stats)``.
+
     :param wrapped_stats: the stats returned by the wrapped algorithm's update.
     """
 
@@ -64,6 +70,25 @@ class TrainingStatsWrapper(TrainingStats):
 
     def __init__(self, wrapped_stats: TrainingStats) -> None:
         self._wrapped_stats = wrapped_stats
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        wrapped = self.__dict__.get("_wrapped_stats")
+        if wrapped is None:  # still being constructed (or copied/unpickled)
+            super().__setattr__(name, value)
+            return
+        is_own = name in self.__dict__ or hasattr(type(self), name)
+        in_wrapped = hasattr(wrapped, name)
+        if not (is_own or in_wrapped):
+            raise AttributeError(
+                f"cannot add the new attribute {name!r} to {type(self).__name__}: neither it nor "
+                f"the wrapped {type(wrapped).__name__} has it; declare it as a field and set it "
+                "in __init__ before calling TrainingStatsWrapper.__init__"
+            )
+        if is_own:
+            super().__setattr__(name, value)
+        # properties such as train_time already write through to the wrapped stats
+        if in_wrapped and not isinstance(getattr(type(self), name, None), property):
+            setattr(wrapped, name, value)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes the wrapper lacks. The guard stops infinite recursion

@@ -75,12 +75,12 @@ def training_view(batch: Batch) -> Batch:
 def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Iterable[Batch]:
     """Yield shuffled minibatches of ``view`` for ``repeat`` passes over it.
 
-    :param batch_size: rows per minibatch; None means the whole batch at once. A shorter last
-        minibatch is merged into the previous one.
+    :param batch_size: rows per minibatch; None or 0 means the whole batch at once. A shorter
+        last minibatch is merged into the previous one.
     :param repeat: number of passes (epochs) over the data.
     """
-    if batch_size is not None and batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int or None, got {batch_size}")
+    if batch_size is not None and batch_size < 0:
+        raise ValueError(f"batch_size must be a positive int, 0 or None, got {batch_size}")
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     split_size = batch_size or -1

@@ -445,7 +445,7 @@ class OnPolicyAlgorithm(Algorithm[TPolicy, "OnPolicyTrainerParams"], Generic[TPo
         """Learn from the whole rollout ``batch``.
 
         :param batch: the preprocessed rollout.
-        :param batch_size: mini-batch size (None: the whole rollout at once).
+        :param batch_size: mini-batch size (None or 0: the whole rollout at once).
         :param repeat: passes over the rollout.
         """
 

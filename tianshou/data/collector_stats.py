@@ -22,23 +22,30 @@ log = logging.getLogger(__name__)
 
 
 def get_stddev_from_dist(dist: Distribution) -> torch.Tensor:
-    """The per-dimension standard deviation of a batch of action distributions, shape ``(B, D)``.
+    """The standard deviation of a (batch of) action distribution(s): ``dist.stddev``.
 
-    A ``Categorical`` has no ``stddev`` in torch; its actions ``0 .. K-1`` are read as numbers, so
-    the result is the spread of the action index (``(B, 1)``). For every other distribution it is
-    ``dist.stddev`` with at least two dimensions (a batch of scalars becomes ``(B, 1)``).
+    A ``Categorical`` has no ``stddev`` in torch; its actions ``0 .. K-1`` are read as numbers,
+    so the result is the spread of the action index, with a trailing dimension of size 1
+    (``(B, 1)`` for a batch of ``B`` distributions). Every other distribution gives
+    ``dist.stddev`` unchanged, e.g. ``(B, D)`` for a batch of ``D``-dimensional Gaussians and
+    ``(D,)`` for a single one.
 
-    :param dist: a batched torch distribution, as policies return under the key ``dist``.
+    :param dist: a torch distribution, as policies return under the key ``dist``.
     """
     if isinstance(dist, Categorical):
         probs = dist.probs
         values = torch.arange(probs.shape[-1], device=probs.device, dtype=probs.dtype)
         mean = (probs * values).sum(dim=-1, keepdim=True)
         var = (probs * (values - mean) ** 2).sum(dim=-1, keepdim=True)
-        return var.sqrt().reshape(-1, 1)
-    std = dist.stddev
-    if std.ndim == 1:
-        return std.reshape(-1, 1)
+        return var.sqrt()
+    return dist.stddev
+
+
+def _std_rows(std: np.ndarray) -> np.ndarray:
+    """The standard deviations of one step as rows ``(B, D)``: a 0- or 1-d array is a single
+    row (one distribution over ``D`` action dimensions), higher dimensions are flattened."""
+    if std.ndim <= 1:
+        return std.reshape(1, -1)
     return std.reshape(std.shape[0], -1)
 
 
@@ -105,13 +112,15 @@ class CollectStats(CollectStatsBase):
         """Count the steps of ``step_batch`` and record its action distribution's spread.
 
         :param step_batch: one row per environment step; a ``dist`` entry (the policy's action
-            distribution) adds its per-dimension std to ``pred_dist_std_array``.
+            distribution) adds its per-dimension std to ``pred_dist_std_array``: one row per
+            distribution in its batch, or a single row for an unbatched one such as
+            ``Normal(torch.zeros(D), torch.ones(D))``.
         :param refresh_sequence_stats: recompute ``pred_dist_std_array_stat`` right away.
         """
         self.n_collected_steps += len(step_batch)
         dist = step_batch.get("dist")
         if isinstance(dist, Distribution):
-            std = get_stddev_from_dist(dist).detach().cpu().numpy()
+            std = _std_rows(get_stddev_from_dist(dist).detach().cpu().numpy())
             if self.pred_dist_std_array is None:
                 self.pred_dist_std_array = std
             else:

@@ -175,7 +175,8 @@ class OnlineTrainerParams(TrainerParams):
 class OnPolicyTrainerParams(OnlineTrainerParams):
     """Settings of the on-policy trainer, which learns from each collection once and discards it.
 
-    :param batch_size: mini-batch size of the update (None: the whole buffer in one batch).
+    :param batch_size: mini-batch size of the update; None or 0 update on everything collected
+        as one mini-batch (what algorithms that learn from whole rollouts, such as PSRL, use).
     :param update_step_num_repetitions: passes over the collected data per update.
     """
 
@@ -184,7 +185,15 @@ class OnPolicyTrainerParams(OnlineTrainerParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_positive_int("batch_size", self.batch_size, allow_none=True)
+        size = self.batch_size
+        _require(
+            size is None
+            or bool(
+                isinstance(size, int | np.integer) and not isinstance(size, bool) and size >= 0
+            ),
+            "batch_size must be a positive integer, or 0 or None for one mini-batch of everything "
+            f"collected, got {size!r}",
+        )
         _check_positive_int("update_step_num_repetitions", self.update_step_num_repetitions)
 
 

@@ -37,8 +37,9 @@ def build_bcq(
     lr: float = 1e-3,
     **kwargs: Any,
 ) -> BCQ:
-    """BCQ with ``Net`` perturbation and critics of ``hidden_sizes`` and an MLP VAE whose
-    latent is twice the action's width (the paper's choice)."""
+    """BCQ with ``Net`` perturbation (unless a ``perturbation_body`` is given) and critics of
+    ``hidden_sizes`` and an MLP VAE whose latent is twice the action's width (the paper's
+    choice)."""
     latent_dim = 2 * act_dim
 
     def critic() -> ContinuousCritic:
@@ -47,10 +48,11 @@ def build_bcq(
         )
         return ContinuousCritic(preprocess_net=body)
 
+    perturbation_body = kwargs.pop("perturbation_body", None) or Net(
+        state_shape=obs_dim + act_dim, action_shape=act_dim, hidden_sizes=hidden_sizes
+    )
     perturbation = Perturbation(
-        preprocess_net=Net(
-            state_shape=obs_dim + act_dim, action_shape=act_dim, hidden_sizes=hidden_sizes
-        ),
+        preprocess_net=perturbation_body,
         max_action=max_action,
         phi=kwargs.pop("phi", 0.05),
     )
@@ -152,6 +154,46 @@ def test_perturbation_is_bounded_by_phi_and_the_action_range() -> None:
     out = perturbation(torch.zeros(3, OBS_DIM), act)
     # tanh(100) = 1: the shift is phi * max_action = 0.05, then clipped to [-1, 1]
     torch.testing.assert_close(out, torch.tensor([[0.55], [1.0], [-0.95]]))
+
+
+@pytest.mark.parametrize("body_kind", ["MLP", "Net"])
+def test_perturbation_body_may_return_a_tensor_or_an_output_state_pair(body_kind: str) -> None:
+    torch.manual_seed(0)
+    body: nn.Module
+    if body_kind == "MLP":  # returns the logits
+        body = MLP(input_dim=OBS_DIM + ACT_DIM, output_dim=ACT_DIM, hidden_sizes=[8])
+    else:  # returns (logits, state)
+        body = Net(state_shape=OBS_DIM + ACT_DIM, action_shape=ACT_DIM, hidden_sizes=[8])
+    perturbation = Perturbation(preprocess_net=body, max_action=1.0, phi=0.5)
+    obs, act = torch.randn(6, OBS_DIM), torch.rand(6, ACT_DIM) - 0.5
+    out = perturbation(obs, act)
+    with torch.no_grad():
+        for i in range(6):  # one row at a time: each row gets its own perturbation
+            row_output = body(torch.cat([obs[i : i + 1], act[i : i + 1]], -1))
+            logits = row_output if body_kind == "MLP" else row_output[0]
+            expected = (act[i : i + 1] + 0.5 * torch.tanh(logits)).clamp(-1.0, 1.0)
+            torch.testing.assert_close(out[i : i + 1], expected)
+    assert len(torch.unique(out - act)) == 6
+
+
+def test_policy_proposes_100_candidates_per_observation_by_default() -> None:
+    class CountingPerturbation(Perturbation):
+        def forward(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+            self.rows_seen = len(state)
+            return super().forward(state, action)
+
+    algorithm = tiny_bcq()
+    old = algorithm.policy
+    perturbation = CountingPerturbation(preprocess_net=ShiftNet(0.0), max_action=1.0)
+    policy = BCQPolicy(
+        actor_perturbation=perturbation,
+        action_space=PENDULUM_ACTIONS,
+        critic=old.critic,
+        vae=old.vae,
+    )
+    assert policy.forward_sampled_times == 100
+    assert policy(Batch(obs=transitions(3).obs, info=Batch())).act.shape == (3, ACT_DIM)
+    assert perturbation.rows_seen == 300
 
 
 def test_vae_loss_is_reconstruction_plus_half_the_kl_by_hand() -> None:
@@ -323,6 +365,21 @@ def test_update_through_the_buffer_reports_all_losses() -> None:
         "critic2_loss",
         "vae_loss",
     }
+
+
+def test_update_with_an_mlp_perturbation_trains_every_network() -> None:
+    torch.manual_seed(0)
+    body = MLP(input_dim=OBS_DIM + ACT_DIM, output_dim=ACT_DIM, hidden_sizes=[8])
+    algorithm = build_bcq(OBS_DIM, ACT_DIM, [8], [8], PENDULUM_ACTIONS, perturbation_body=body)
+    before = copy.deepcopy(algorithm.policy.state_dict())
+    with policy_within_training_step(algorithm.policy):
+        stats = algorithm.update(transition_buffer(32), sample_size=8)
+    assert all(np.isfinite(v) for v in stats.get_loss_stats_dict().values())
+    after = algorithm.policy.state_dict()
+    for prefix in ("actor_perturbation.", "critic.", "vae."):
+        assert any(
+            not torch.equal(before[key], after[key]) for key in before if key.startswith(prefix)
+        ), prefix
 
 
 def test_critics_sharing_a_body_are_stepped_one_after_the_other() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from torch.distributions import Categorical, Normal
+from torch.distributions import Normal
 
 from test.algorithm.imitation.discrete_offline_cartpole import (
     assert_training_repeats_its_trace,
@@ -62,10 +62,9 @@ class ObsCritic(nn.Module):
 
 
 def logits_policy(actor: nn.Module | None = None) -> DiscreteActorPolicy:
+    """The default ``dist_fn`` reads the actor's output as logits."""
     return DiscreteActorPolicy(
-        actor=actor or FixedActor(ACTOR_LOGITS),
-        dist_fn=lambda logits: Categorical(logits=logits),
-        action_space=gym.spaces.Discrete(NUM_ACTIONS),
+        actor=actor or FixedActor(ACTOR_LOGITS), action_space=gym.spaces.Discrete(NUM_ACTIONS)
     )
 
 
@@ -234,6 +233,39 @@ class TestDiscreteCRRTargets:
         assert not any("_old" in key for key in algorithm.state_dict())
 
 
+def test_published_set_up_with_a_logits_actor_and_the_default_dist_fn_updates() -> None:
+    """The published example's networks: actor (``softmax_output=False``, so it outputs logits,
+    some negative) and critic heads on one body, and a policy left with its default ``dist_fn``."""
+    torch.manual_seed(0)
+    body = Net(state_shape=4, hidden_sizes=[16, 16])
+    actor = DiscreteActor(preprocess_net=body, action_shape=2, softmax_output=False)
+    policy = DiscreteActorPolicy(actor=actor, action_space=gym.spaces.Discrete(2))
+    algorithm = DiscreteCRR(
+        policy=policy,
+        critic=DiscreteCritic(preprocess_net=body, last_size=2),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        target_update_freq=2,
+    )
+    rng = np.random.default_rng(0)
+    terminated = rng.random(32) < 0.1
+    buffer = ReplayBuffer.from_data(
+        obs=rng.normal(size=(32, 4)).astype(np.float32),
+        act=rng.integers(0, 2, size=32),
+        rew=np.ones(32, dtype=np.float32),
+        terminated=terminated,
+        truncated=np.zeros(32, dtype=bool),
+        done=terminated,
+        obs_next=rng.normal(size=(32, 4)).astype(np.float32),
+    )
+    result = policy(Batch(obs=buffer.obs[:8], info=Batch()))
+    assert (result.logits < 0).any()
+    torch.testing.assert_close(result.dist.probs, torch.softmax(result.logits, -1))
+    with policy_within_training_step(policy):
+        for _ in range(3):
+            stats = algorithm.update(buffer, sample_size=16)
+    assert all(np.isfinite(v) for v in stats.get_loss_stats_dict().values())
+
+
 class TestDiscreteCRRConstruction:
     def test_is_an_offline_algorithm_run_by_the_offline_trainer(self) -> None:
         algorithm = make_crr()
@@ -310,10 +342,7 @@ def cartpole_crr() -> DiscreteCRR:
     body = Net(state_shape=4, hidden_sizes=[64, 64])
     actor = DiscreteActor(preprocess_net=body, action_shape=2, softmax_output=False)
     policy = DiscreteActorPolicy(
-        actor=actor,
-        dist_fn=lambda logits: Categorical(logits=logits),
-        deterministic_eval=True,
-        action_space=env.action_space,
+        actor=actor, deterministic_eval=True, action_space=env.action_space
     )
     return DiscreteCRR(
         policy=policy,

@@ -493,6 +493,7 @@ def train_a2c_on_cartpole(seed: int, max_epochs: int) -> tuple[InfoStats, A2C]:
     a2c = A2C(
         policy=DiscreteActorPolicy(
             actor=DiscreteActor(preprocess_net=net(), action_shape=2),
+            dist_fn=torch.distributions.Categorical,
             action_space=gym.spaces.Discrete(2),
             deterministic_eval=True,
         ),

@@ -74,7 +74,9 @@ def make_ppo(space: gym.Space = SPACE) -> PPO:
         actor = DiscreteActor(
             preprocess_net=Net(state_shape=OBS_DIM, hidden_sizes=[8]), action_shape=NUM_ACTIONS
         )
-        policy = DiscreteActorPolicy(actor=actor, action_space=space)
+        policy = DiscreteActorPolicy(
+            actor=actor, dist_fn=torch.distributions.Categorical, action_space=space
+        )
     critic = DiscreteCritic(preprocess_net=Net(state_shape=OBS_DIM, hidden_sizes=[8]))
     return PPO(policy=policy, critic=critic, optim=AdamOptimizerFactory(lr=1e-3), gamma=0.9)
 
@@ -375,7 +377,9 @@ def train_ppo_icm(seed: int, max_epochs: int, stop_at: float | None) -> InfoStat
     actor = DiscreteActor(preprocess_net=Net(state_shape=4, hidden_sizes=[64, 64]), action_shape=2)
     critic = DiscreteCritic(preprocess_net=Net(state_shape=4, hidden_sizes=[64, 64]))
     ppo = PPO(
-        policy=DiscreteActorPolicy(actor=actor, action_space=space),
+        policy=DiscreteActorPolicy(
+            actor=actor, dist_fn=torch.distributions.Categorical, action_space=space
+        ),
         critic=critic,
         optim=AdamOptimizerFactory(lr=1e-3),
         gamma=0.99,

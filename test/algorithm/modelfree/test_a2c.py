@@ -146,7 +146,9 @@ def test_shared_parameters_are_optimized_once() -> None:
 
     from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 
-    policy = DiscreteActorPolicy(actor=Actor(), action_space=gym.spaces.Discrete(3))
+    policy = DiscreteActorPolicy(
+        actor=Actor(), dist_fn=torch.distributions.Categorical, action_space=gym.spaces.Discrete(3)
+    )
     algorithm = A2C(policy=policy, critic=Critic(), optim=AdamOptimizerFactory(lr=1e-3))
     with policy_within_training_step(policy):
         algorithm.update(episode_buffer([1.0, 2.0], terminated_at=[1]), batch_size=None, repeat=1)

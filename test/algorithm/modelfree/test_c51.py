@@ -176,6 +176,13 @@ class TestPolicy:
         assert policy.delta_z == 2.0
         assert "support" in policy.state_dict()
 
+    def test_arguments_may_be_positional_in_the_published_order(self) -> None:
+        space = gym.spaces.Discrete(NUM_ACTIONS)
+        policy = C51Policy(DistNet(), space, None, 3, -1.0, 3.0, 0.25, 0.5)
+        assert policy.action_space is space
+        assert policy.support.tolist() == [-1.0, 1.0, 3.0]
+        assert (policy.eps_training, policy.eps_inference) == (0.25, 0.5)
+
     @pytest.mark.parametrize(
         ("kwargs", "match"),
         [({"num_atoms": 1}, "num_atoms"), ({"v_min": 1.0, "v_max": 1.0}, "v_min")],

@@ -50,10 +50,13 @@ def make_ddpg(lr: float = 0.05) -> DDPG:
 
 
 class TestPolicy:
-    def test_default_noise_is_gaussian(self) -> None:
-        policy = make_policy()
-        assert isinstance(policy.exploration_noise, GaussianNoise)
-        assert make_policy(exploration_noise=None).exploration_noise is None
+    def test_no_noise_by_default_and_default_is_gaussian_of_std_0_1(self) -> None:
+        assert make_policy().exploration_noise is None
+        noise = make_policy(exploration_noise="default").exploration_noise
+        assert isinstance(noise, GaussianNoise)
+        np.random.seed(0)
+        draws = noise((20_000,))
+        assert abs(draws.mean()) < 0.005 and abs(draws.std() - 0.1) < 0.005
 
     def test_noise_is_added_to_numpy_actions(self) -> None:
         policy = make_policy(exploration_noise=ConstantNoise())

@@ -260,7 +260,10 @@ def train_ppo(
         actor = DiscreteActor(preprocess_net=net(), action_shape=env.action_space.n)
         critic: torch.nn.Module = DiscreteCritic(preprocess_net=net())
         policy = DiscreteActorPolicy(
-            actor=actor, action_space=env.action_space, deterministic_eval=True
+            actor=actor,
+            dist_fn=torch.distributions.Categorical,
+            action_space=env.action_space,
+            deterministic_eval=True,
         )
         gamma, ent_coef, return_scaling = 0.99, 0.01, False
     else:

@@ -1,5 +1,7 @@
 """Tests of the stochastic actor policies, discounted returns and REINFORCE."""
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,6 +19,8 @@ from tianshou.algorithm.modelfree.reinforce import (
 )
 from tianshou.algorithm.optim import TorchOptimizerFactory
 from tianshou.data import Batch, ReplayBuffer, SequenceSummaryStats
+from tianshou.utils.net.common import Net
+from tianshou.utils.net.discrete import DiscreteActor, dist_fn_categorical_from_logits
 from tianshou.utils.torch_utils import policy_within_training_step
 
 
@@ -51,7 +55,9 @@ def gaussian(loc_scale: tuple[torch.Tensor, torch.Tensor]) -> Distribution:
 
 def discrete_policy(**kwargs) -> DiscreteActorPolicy:
     torch.manual_seed(0)
-    return DiscreteActorPolicy(actor=ProbsActor(), action_space=gym.spaces.Discrete(3), **kwargs)
+    return DiscreteActorPolicy(
+        actor=ProbsActor(), dist_fn=Categorical, action_space=gym.spaces.Discrete(3), **kwargs
+    )
 
 
 def continuous_policy(**kwargs) -> ProbabilisticActorPolicy:
@@ -137,7 +143,9 @@ class TestProbabilisticActorPolicy:
 
     def test_wrong_number_of_categories_is_a_clear_error(self) -> None:
         policy = DiscreteActorPolicy(actor=ProbsActor(), action_space=gym.spaces.Discrete(4))
-        with pytest.raises(ValueError, match=r"outputs 3 action probabilities.*has 4 actions"):
+        with pytest.raises(
+            ValueError, match=r"outputs 3 action probabilities \(or logits\).*has 4"
+        ):
             policy(obs_batch())
 
     def test_actor_must_return_a_pair(self) -> None:
@@ -159,14 +167,28 @@ class TestProbabilisticActorPolicy:
                 action_space=gym.spaces.Discrete(3),  # type: ignore[arg-type]
             )
 
-    def test_logits_dist_fn_for_logit_actor(self) -> None:
-        policy = DiscreteActorPolicy(
-            actor=ProbsActor(),
-            dist_fn=lambda logits: Categorical(logits=logits),
-            action_space=gym.spaces.Discrete(3),
+    def test_discrete_policy_reads_the_actor_output_as_logits_by_default(self) -> None:
+        torch.manual_seed(0)
+        actor = DiscreteActor(
+            preprocess_net=Net(state_shape=2, hidden_sizes=[8]),
+            action_shape=3,
+            softmax_output=False,
         )
+        policy = DiscreteActorPolicy(actor=actor, action_space=gym.spaces.Discrete(3))
+        assert policy.dist_fn is dist_fn_categorical_from_logits
         result = policy(obs_batch())
+        assert (result.logits < 0).any()  # not probabilities: Categorical(probs=...) rejects them
         assert torch.allclose(result.dist.probs, torch.softmax(result.logits, -1))
+
+    def test_probability_actor_with_the_logits_default_warns(self) -> None:
+        actor = DiscreteActor(preprocess_net=Net(state_shape=2, hidden_sizes=[8]), action_shape=3)
+        with pytest.warns(UserWarning, match="softmax_output"):
+            DiscreteActorPolicy(actor=actor, action_space=gym.spaces.Discrete(3))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            DiscreteActorPolicy(
+                actor=actor, dist_fn=Categorical, action_space=gym.spaces.Discrete(3)
+            )
 
     def test_compute_action_for_one_observation(self) -> None:
         policy = continuous_policy(deterministic_eval=True)
@@ -268,12 +290,23 @@ class TestReinforce:
         with pytest.raises(RuntimeError):
             algorithm.update(episode_buffer([1.0], terminated_at=[0]), batch_size=None, repeat=1)
 
+    def test_batch_size_zero_updates_like_none_on_everything_at_once(self) -> None:
+        buffer = episode_buffer([1.0, 2.0, 0.5], terminated_at=[2])
+        params = []
+        for batch_size in (0, None, 1):
+            algorithm = make_reinforce()
+            with policy_within_training_step(algorithm.policy):
+                algorithm.update(buffer, batch_size=batch_size, repeat=1)
+            params.append(torch.cat([p.flatten() for p in algorithm.policy.parameters()]))
+        assert torch.allclose(params[0], params[1])  # the same rows, summed in another order
+        assert not torch.allclose(params[0], params[2])
+
     def test_bad_batch_size_and_repeat(self) -> None:
         algorithm = make_reinforce()
         buffer = episode_buffer([1.0, 2.0], terminated_at=[1])
         with policy_within_training_step(algorithm.policy):
             with pytest.raises(ValueError, match="batch_size"):
-                algorithm.update(buffer, batch_size=0, repeat=1)
+                algorithm.update(buffer, batch_size=-1, repeat=1)
             with pytest.raises(ValueError, match="repeat"):
                 algorithm.update(buffer, batch_size=None, repeat=0)
 

@@ -29,6 +29,7 @@ from tianshou.data import (
     VectorReplayBuffer,
 )
 from tianshou.env import DummyVectorEnv
+from tianshou.exploration import GaussianNoise
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
@@ -169,6 +170,15 @@ class TestPolicy:
     def test_discrete_space_is_rejected(self) -> None:
         with pytest.raises(ValueError, match="Box"):
             SACPolicy(actor=Actor(), action_space=gym.spaces.Discrete(2))
+
+    def test_exploration_noise_is_none_by_default_and_accepts_default(self) -> None:
+        assert make_policy().exploration_noise is None
+        policy = make_policy(exploration_noise="default")
+        assert isinstance(policy.exploration_noise, GaussianNoise)
+        act = np.zeros((2_000, ACT_DIM))
+        np.random.seed(0)
+        noisy = policy.add_exploration_noise(act, Batch())
+        assert abs(noisy.std() - 0.1) < 0.01
 
 
 class TestAlpha:

@@ -37,7 +37,9 @@ def ppo(env: PettingZooParallelEnv, seed: int = 0) -> PPO:
         preprocess_net=Net(state_shape=obs_dim, hidden_sizes=[16]), action_shape=5
     )
     critic = DiscreteCritic(preprocess_net=Net(state_shape=obs_dim, hidden_sizes=[16]))
-    policy = DiscreteActorPolicy(actor=actor, action_space=env.agent_action_space)
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=torch.distributions.Categorical, action_space=env.agent_action_space
+    )
     return PPO(policy=policy, critic=critic, optim=AdamOptimizerFactory(lr=1e-3), gamma=0.9)
 
 

@@ -231,6 +231,13 @@ def test_recurrent_critic_q_and_v() -> None:
     assert v_critic(obs).shape == (5, 1)
 
 
+def test_recurrent_critic_takes_positional_arguments_in_the_published_order() -> None:
+    critic = RecurrentCritic(2, 3, 4, 8)
+    assert critic.nn.num_layers == 2 and critic.nn.input_size == 3
+    assert critic.action_dim == 4 and critic.nn.hidden_size == 8
+    assert critic.fc2.in_features == 8 + 4
+
+
 def test_recurrent_critic_gradients_and_bad_input() -> None:
     critic = RecurrentCritic(layer_num=2, state_shape=3, action_shape=2, hidden_layer_size=8)
     critic(_randn(5, 4, 3), _randn(5, 2, seed=1)).sum().backward()

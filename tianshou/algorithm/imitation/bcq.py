@@ -92,7 +92,7 @@ class BCQPolicy(Policy):
         action_space: gym.Space,
         critic: nn.Module,
         vae: VAE,
-        forward_sampled_times: int = 10,
+        forward_sampled_times: int = 100,
         observation_space: gym.Space | None = None,
         action_scaling: bool = False,
         action_bound_method: ActionBoundMethod | None = "clip",

@@ -81,7 +81,6 @@ class C51Policy(DiscreteQLearningPolicy):
 
     def __init__(
         self,
-        *,
         model: nn.Module,
         action_space: gym.spaces.Space,
         observation_space: gym.Space | None = None,

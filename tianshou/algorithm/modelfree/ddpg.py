@@ -44,7 +44,9 @@ class ContinuousPolicyWithExplorationNoise(Policy, ABC):
     """A continuous-action policy that explores by adding noise to the actions it collects.
 
     :param exploration_noise: the noise added to actions by :meth:`add_exploration_noise`;
-        ``"default"`` is ``GaussianNoise(sigma=0.1)``, None adds no noise.
+        ``"default"`` is ``GaussianNoise(sigma=0.1)``, the customary noise of DDPG and TD3 (in
+        units of the raw action in [-1, 1], i.e. 10% of the action range's half-width when
+        ``action_scaling`` is on); None adds no noise.
     :param action_space: the environment's ``Box`` action space.
     :param observation_space: the environment's observation space.
     :param action_scaling: rescale raw actions from [-1, 1] to the ``Box`` bounds.
@@ -101,7 +103,8 @@ class ContinuousDeterministicPolicy(ContinuousPolicyWithExplorationNoise):
     :param actor: called as ``actor(obs, state=..., info=...)``, returns ``(action, state)``,
         e.g. a ``ContinuousActorDeterministic``.
     :param exploration_noise: noise added to collected actions; ``"default"`` is
-        ``GaussianNoise(sigma=0.1)``.
+        ``GaussianNoise(sigma=0.1)``, None (the default) adds none, so pass one of the two for
+        DDPG and TD3, whose deterministic actor does not explore by itself.
     :param action_space: the environment's ``Box`` action space.
     :param observation_space: the environment's observation space.
     :param action_scaling: rescale raw actions from [-1, 1] to the ``Box`` bounds.
@@ -112,7 +115,7 @@ class ContinuousDeterministicPolicy(ContinuousPolicyWithExplorationNoise):
         self,
         *,
         actor: nn.Module,
-        exploration_noise: BaseNoise | Literal["default"] | None = "default",
+        exploration_noise: BaseNoise | Literal["default"] | None = None,
         action_space: gym.Space,
         observation_space: gym.Space | None = None,
         action_scaling: bool = True,

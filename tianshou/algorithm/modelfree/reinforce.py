@@ -6,6 +6,7 @@ loops share their helpers (minibatches, the finite-loss guard) through
 :mod:`tianshou.algorithm._update_helpers`.
 """
 
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -34,6 +35,7 @@ from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.stats import SequenceSummaryStats
+from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import torch_device
 
@@ -127,19 +129,21 @@ class ProbabilisticActorPolicy(Policy):
             num_categories = dist.param_shape[-1]
             if num_categories != self._num_classes:
                 raise ValueError(
-                    f"the actor outputs {num_categories} action probabilities, but the action "
-                    f"space {self.action_space} has {self._num_classes} actions"
+                    f"the actor outputs {num_categories} action probabilities (or logits), but "
+                    f"the action space {self.action_space} has {self._num_classes} actions"
                 )
 
 
 class DiscreteActorPolicy(ProbabilisticActorPolicy):
     """A :class:`ProbabilisticActorPolicy` for discrete actions (no action scaling or bounding).
 
-    :param actor: returns ``(probs, hidden_state)``, e.g. a ``DiscreteActor`` with its default
-        ``softmax_output=True``.
+    :param actor: returns ``(logits, hidden_state)``, e.g. a ``DiscreteActor`` built with
+        ``softmax_output=False`` (or probabilities, with a matching ``dist_fn``).
     :param dist_fn: builds the distribution from the actor's output; the default,
-        ``torch.distributions.Categorical``, reads it as probabilities. Use
-        ``lambda logits: Categorical(logits=logits)`` for an actor that outputs logits.
+        :func:`~tianshou.utils.net.discrete.dist_fn_categorical_from_logits`, reads it as
+        logits. Pass ``torch.distributions.Categorical`` for an actor that outputs
+        probabilities, such as a ``DiscreteActor`` with its default ``softmax_output=True``
+        (reading probabilities as logits flattens the distribution, so that pairing warns).
     :param deterministic_eval: outside training steps, act with the most probable action.
     :param action_space: the environment's discrete action space.
     :param observation_space: the environment's observation space.
@@ -149,7 +153,7 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
         self,
         *,
         actor: nn.Module,
-        dist_fn: TDistFnDiscrete = Categorical,
+        dist_fn: TDistFnDiscrete = dist_fn_categorical_from_logits,
         deterministic_eval: bool = False,
         action_space: gym.Space,
         observation_space: gym.Space | None = None,
@@ -158,6 +162,13 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
             raise ValueError(
                 f"DiscreteActorPolicy needs a discrete action space, got {action_space}; "
                 "use ProbabilisticActorPolicy for continuous actions"
+            )
+        if dist_fn is dist_fn_categorical_from_logits and getattr(actor, "softmax_output", False):
+            warnings.warn(
+                "the actor outputs probabilities (softmax_output=True) but dist_fn reads logits; "
+                "pass dist_fn=torch.distributions.Categorical or build the actor with "
+                "softmax_output=False",
+                stacklevel=2,
             )
         super().__init__(
             actor=actor,

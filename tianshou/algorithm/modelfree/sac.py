@@ -10,7 +10,7 @@ and the statistics are read from the device together, once per update.
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -73,8 +73,8 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
     actions) and only the rescaling to the ``Box`` bounds remains.
 
     :param actor: e.g. a ``ContinuousActorProbabilistic`` (``unbounded=True`` is customary).
-    :param exploration_noise: extra noise added to collected actions (usually None: the
-        policy's own sampling explores).
+    :param exploration_noise: extra noise added to collected actions; ``"default"`` is
+        ``GaussianNoise(sigma=0.1)``. Usually None: the policy's own sampling explores.
     :param deterministic_eval: outside training steps, act with ``tanh(mu)`` instead of sampling.
     :param action_scaling: rescale squashed actions to the ``Box`` bounds.
     :param action_space: the environment's ``Box`` action space.
@@ -85,7 +85,7 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
         self,
         *,
         actor: nn.Module,
-        exploration_noise: BaseNoise | None = None,
+        exploration_noise: BaseNoise | Literal["default"] | None = None,
         deterministic_eval: bool = True,
         action_scaling: bool = True,
         action_space: gym.Space,

@@ -399,7 +399,6 @@ class RecurrentCritic(InputDeviceMixin, AbstractContinuousCritic):
 
     def __init__(
         self,
-        *,
         layer_num: int,
         state_shape: TActionShape,
         action_shape: TActionShape = (0,),
@@ -461,9 +460,11 @@ class Perturbation(nn.Module):
     torch.Size([5, 2])
 
     :param preprocess_net: network mapping ``state`` and ``action`` concatenated on the last dim
-        to ``(perturbation logits, state)`` with the action's width, e.g. a
+        to perturbation logits with the action's width, returned either plainly (e.g. an
+        :class:`~tianshou.utils.net.common.MLP` with ``input_dim=state_dim + action_dim`` and
+        ``output_dim=action_dim``) or as ``(logits, state)`` (e.g. a
         :class:`~tianshou.utils.net.common.Net` with ``state_shape=state_dim + action_dim`` and
-        ``action_shape=action_dim``.
+        ``action_shape=action_dim``).
     :param max_action: bound of the action space; outputs are clamped to ``±max_action``.
     :param phi: the largest perturbation as a fraction of ``max_action``; smaller values keep
         the policy closer to the data (0 reproduces the candidate actions).
@@ -483,7 +484,8 @@ class Perturbation(nn.Module):
 
     def forward(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Perturbed actions with the shape of ``action`` (``(batch, action_dim)``)."""
-        logits = self.preprocess_net(torch.cat([state, action], -1))[0]
+        output = self.preprocess_net(torch.cat([state, action], -1))
+        logits = output[0] if isinstance(output, tuple) else output
         if logits.shape != action.shape:
             raise ValueError(
                 f"Perturbation's preprocess_net must output the action's shape "
