@@ -369,6 +369,40 @@ def test_async_returns_fast_envs_first(make_venv: MakeVenv, cls: type) -> None:
         venv.step(None)
 
 
+WAIT_SCENARIO_SLEEPS = (0.4, 0.6, 1.0, 1.4)
+"""Seconds per step of the four envs of :func:`check_async_step_returns_every_env_done`."""
+
+
+def check_async_step_returns_every_env_done(venv: BaseVectorEnv) -> None:
+    """Envs sleeping 0.4/0.6/1.0/1.4 s per step, ``wait_num=3, timeout=0.7``; each call steps
+    the envs the previous one returned.
+
+    The first call gets envs 0 and 1 once the timeout passes (not before: that is fewer than
+    ``wait_num``). The second, started 0.7 s in, gets envs 0 and 1 again and env 2, which
+    finished 0.3 s into it, as soon as these three are done (0.6 s in), before env 3 is.
+    """
+    venv.reset()
+    start = time.monotonic()
+    obs, *_, info = venv.step([1, 1, 1, 1])
+    took = time.monotonic() - start
+    assert sorted(i["env_id"] for i in info) == [0, 1]
+    assert sorted(venv.waiting_id) == [2, 3]
+    assert 0.7 <= took < 1.5
+    start = time.monotonic()
+    obs, *_, info = venv.step([1, 1], id=[0, 1])
+    took = time.monotonic() - start
+    index_of = {i["env_id"]: o[0] for i, o in zip(info, obs, strict=True)}
+    assert index_of == {0: 2, 1: 2, 2: 1}  # env 2 is handed over as soon as it is done
+    assert venv.waiting_id == [3]
+    assert 0.6 <= took < 1.2
+
+
+@pytest.mark.parametrize("cls", PROCESS_CLASSES)
+def test_async_step_returns_every_env_done(make_venv: MakeVenv, cls: type) -> None:
+    env_fns = [partial(CountEnv, size=50, sleep=s) for s in WAIT_SCENARIO_SLEEPS]
+    check_async_step_returns_every_env_done(make_venv(cls, env_fns, wait_num=3, timeout=0.7))
+
+
 @pytest.mark.parametrize("cls", PROCESS_CLASSES)
 def test_async_timeout_returns_whatever_is_ready(make_venv: MakeVenv, cls: type) -> None:
     venv = make_venv(cls, [CountEnv, partial(CountEnv, sleep=0.5)], timeout=0.1)

@@ -5,6 +5,8 @@ Ray actors can unpickle them by reference. Every observation includes a draw fro
 ``np_random``, so seeding differences show up in the data.
 """
 
+import os
+import tempfile
 import time
 from typing import Any, ClassVar
 
@@ -56,6 +58,78 @@ class CountEnv(gym.Env):
 
     def render(self) -> np.ndarray:
         return np.full((2, 2, 3), self.index, dtype=np.uint8)
+
+
+class Gate:
+    """A barrier in a directory, which envs in any process stop at until the test opens it.
+
+    While the gate is closed, an env that reaches it leaves a file saying so and waits. Files
+    work across processes whatever the start method, and a thread of the test can count them
+    while the main thread is blocked inside the vector env: that is how tests make an interrupt
+    land at a point they choose, instead of after a delay that a loaded machine may not honour.
+
+    :param path: an empty directory that belongs to this gate.
+    """
+
+    LIMIT_S = 30.0
+    """The longest an env waits at a closed gate, so that a failing test ends instead of hanging."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._closed_marker = os.path.join(path, "closed")
+
+    def close(self) -> None:
+        """Make envs that reach the gate from now on stop there (and forget earlier arrivals)."""
+        for name in os.listdir(self.path):
+            if name.startswith("arrived-"):
+                os.unlink(os.path.join(self.path, name))
+        with open(self._closed_marker, "w"):
+            pass
+
+    def open(self) -> None:
+        """Let the waiting envs, and all that come later, through."""
+        if os.path.exists(self._closed_marker):
+            os.unlink(self._closed_marker)
+
+    def arrivals(self) -> int:
+        """How many times an env reached the gate since it was closed."""
+        return sum(name.startswith("arrived-") for name in os.listdir(self.path))
+
+    def pass_through(self) -> None:
+        """Called by an env: if the gate is closed, say so and wait until it opens."""
+        if not os.path.exists(self._closed_marker):
+            return
+        handle, _ = tempfile.mkstemp(dir=self.path, prefix="arrived-")
+        os.close(handle)
+        deadline = time.monotonic() + self.LIMIT_S
+        while os.path.exists(self._closed_marker) and time.monotonic() < deadline:
+            time.sleep(0.002)
+
+
+class GatedEnv(CountEnv):
+    """A :class:`CountEnv` whose every step (or reset, with ``at="reset"``) passes ``gate``.
+
+    :param gate: the directory of a :class:`Gate`.
+    """
+
+    def __init__(self, gate: str, at: str = "step", size: int = 50) -> None:
+        super().__init__(size)
+        if at not in ("step", "reset"):
+            raise ValueError(f"at must be 'step' or 'reset', got {at!r}")
+        self.gate = Gate(gate)
+        self.at = at
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        if self.at == "reset":
+            self.gate.pass_through()
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self.at == "step":
+            self.gate.pass_through()
+        return super().step(action)
 
 
 class DictObsEnv(CountEnv):

@@ -6,8 +6,9 @@ actor). Results are stacked along a new first axis: observations with one ``np.a
 rewards and flags as arrays, infos as an object array of dicts that each carry ``env_id``.
 
 With ``wait_num < env_num`` or a ``timeout`` the vector env is asynchronous: ``step`` returns as
-soon as ``wait_num`` of the stepping envs finished (or the timeout passed), and the caller steps
-ready envs again while slow ones keep running. ``ready_id`` and ``waiting_id`` say which is which.
+soon as ``wait_num`` of the stepping envs finished (or the timeout passed), together with every
+other env that is done by then, and the caller steps ready envs again while slow ones keep
+running. ``ready_id`` and ``waiting_id`` say which is which.
 
 Faults never leave a stale result behind. When a ``step`` or ``reset`` fails (an env raised, a
 worker died or missed its ``step_timeout``, or ``KeyboardInterrupt`` arrived mid-call), the envs
@@ -17,7 +18,6 @@ flight are discarded by their workers instead of being returned for a later call
 """
 
 import contextlib
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn
@@ -102,11 +102,12 @@ class BaseVectorEnv:
     :param worker_fn: builds the worker that will own an env, given its ``env_fn``.
     :param wait_num: in asynchronous mode, ``step`` returns once this many stepping envs are
         done. Defaults to all envs, i.e. synchronous stepping.
-    :param timeout: in asynchronous mode, the longest ``step`` waits (seconds) before returning
-        whatever envs are ready (at least one). None waits for ``wait_num`` envs. An env that
-        has been stepping for longer than ``timeout`` is not waited for again: later calls
-        return its result once it is ready, and meanwhile wait only for the others. (To end
-        envs that hang, use the ``step_timeout`` of the subprocess and Ray vector envs.)
+    :param timeout: in asynchronous mode, the longest one ``step`` call waits (seconds) for
+        ``wait_num`` envs before returning whatever envs are ready; if none is, it waits for the
+        first one. None waits for ``wait_num`` envs. Envs still stepping from earlier calls
+        count like the ones just started, so a slow env's result is returned by the first call
+        during which it arrives. (To end envs that hang, use the ``step_timeout`` of the
+        subprocess and Ray vector envs.)
 
     Example::
 
@@ -145,7 +146,7 @@ class BaseVectorEnv:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout}")
         self.timeout = timeout
         self.is_async = self.wait_num != self.env_num or timeout is not None
-        self._pending: dict[int, float] = {}  # env stepping asynchronously -> when it started
+        self._pending: dict[int, EnvWorker] = {}  # env stepping asynchronously -> its worker
         self._lost: dict[int, str] = {}  # env that must be reset -> exception that lost its result
         self._all_ids = list(range(self.env_num))
         self.is_closed = False
@@ -169,7 +170,7 @@ class BaseVectorEnv:
     @property
     def waiting_conn(self) -> list[EnvWorker]:
         """The workers of :attr:`waiting_id`."""
-        return [self.workers[j] for j in self._pending]
+        return list(self._pending.values())
 
     @property
     def ready_id(self) -> list[int]:
@@ -365,7 +366,7 @@ class BaseVectorEnv:
                         self.workers[j].send(act)
                     except Exception as exc:
                         self._label_and_raise(exc, j)
-                    self._pending[int(j)] = time.monotonic()
+                    self._pending[int(j)] = self.workers[j]
             if not self._pending:
                 raise EnvStateError(
                     "no environment is stepping, so there is nothing to wait for: "
@@ -377,26 +378,19 @@ class BaseVectorEnv:
             raise
 
     def _wait_for_ready(self) -> list[EnvWorker]:
-        """Wait for ``wait_num`` stepping envs, or until ``timeout`` (at least one, in any case).
+        """Wait for ``wait_num`` stepping envs or ``timeout``, then take every env that is done.
 
-        Envs stepping for longer than ``timeout`` already are only polled, not waited for.
+        The timeout runs from the start of this wait, for envs started by earlier calls as well;
+        when it passes with no env done, the wait goes on for the first one.
         """
         wait = self.worker_class.wait
-        workers = self.workers
-        ready: list[EnvWorker] = []
-        if self.timeout is not None:
-            now = time.monotonic()
-            fresh = [j for j, start in self._pending.items() if now - start < self.timeout]
-            overdue = [workers[j] for j in self._pending if j not in fresh]
-            if overdue:
-                ready = wait(overdue, len(overdue), 0)
-            need = min(self.wait_num - len(ready), len(fresh))
-            if need > 0:
-                remaining = max(self._pending[j] for j in fresh) + self.timeout - now
-                ready += wait([workers[j] for j in fresh], need, remaining)
-        while not ready:
-            stepping = [workers[j] for j in self._pending]
-            ready = wait(stepping, self.wait_num if self.timeout is None else 1, None)
+        stepping = list(self._pending.values())
+        ready = wait(stepping, min(self.wait_num, len(stepping)), self.timeout)
+        while not ready:  # also when a backend's wait for a step deadline returned a bit early
+            ready = wait(stepping, 1, None)
+        others = [worker for worker in stepping if worker not in ready]
+        if others:  # finished meanwhile, or beyond the wait_num a backend hands back
+            ready += wait(others, len(others), 0)
         return ready
 
     def _receive_ready(self, ready: list[EnvWorker]) -> tuple[list[Any], list[int]]:
@@ -404,7 +398,7 @@ class BaseVectorEnv:
 
         :return: the results, and the ids of the envs they belong to.
         """
-        env_id_of = {id(self.workers[j]): j for j in self._pending}
+        env_id_of = {id(worker): j for j, worker in self._pending.items()}
         results = []
         ids = []
         for worker in ready:

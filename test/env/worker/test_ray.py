@@ -14,7 +14,13 @@ import pytest
 import ray
 
 from test.env import toy_envs
-from test.env.test_venvs import ACTIONS, assert_same_structure, rollout
+from test.env.test_venvs import (
+    ACTIONS,
+    WAIT_SCENARIO_SLEEPS,
+    assert_same_structure,
+    check_async_step_returns_every_env_done,
+    rollout,
+)
 from test.env.toy_envs import CountEnv, DictObsEnv, FailingEnv, NoSpacesEnv
 from tianshou.env import DummyVectorEnv, EnvStateError, EnvWorkerError, RayVectorEnv
 from tianshou.env.worker import ray as ray_module
@@ -87,6 +93,15 @@ def test_async_stepping_env_exception_and_dead_actor() -> None:
         _kill_and_wait(venv.workers[2].actor)  # type: ignore[attr-defined]
         with pytest.raises(EnvWorkerError, match="environment 2"):
             venv.reset(env_id=np.array([2]))
+    finally:
+        venv.close()
+
+
+def test_async_step_returns_every_env_done() -> None:
+    env_fns = [partial(CountEnv, size=50, sleep=s) for s in WAIT_SCENARIO_SLEEPS]
+    venv = RayVectorEnv(env_fns, wait_num=3, timeout=0.7)
+    try:
+        check_async_step_returns_every_env_done(venv)
     finally:
         venv.close()
 
