@@ -9,7 +9,7 @@ STAMP := $(VENV)/.tianshou-installed
 EXTRAS := dev,all,wandb
 PYTEST_WORKERS ?= auto
 
-.PHONY: install test lint typecheck unit demo bench clean
+.PHONY: install test lint typecheck unit demo bench bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,16 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmark.update_rate_bcq
 	$(BIN)/python -m benchmark.update_rate_cql
 	$(BIN)/python -m benchmark.offline_pendulum
+
+BENCH_SMOKE_OUT ?= log/bench-smoke
+
+# The MuJoCo campaign runner end to end on a 2-run campaign (SAC and PPO on Hopper-v5, 2000 env
+# steps each, 2 test episodes): about 2 minutes on 2 cores. See docs/benchmark.md.
+bench-smoke: $(STAMP)
+	rm -rf $(BENCH_SMOKE_OUT)
+	$(BIN)/python -m benchmark.run_benchmark --algorithms sac,ppo --tasks Hopper-v5 --seeds 0 \
+		--env-steps 2000 --config num_test_envs=2 --config sac:start_timesteps=1000 \
+		--out $(BENCH_SMOKE_OUT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

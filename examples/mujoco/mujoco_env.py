@@ -60,6 +60,7 @@ TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
 
 POLICY_FILE = "policy.pth"
 OBS_RMS_FILE = "obs_rms.npz"
+CHECKPOINT_DIR = "checkpoint"
 
 
 def has_display() -> bool:
@@ -325,6 +326,19 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     parser.add_argument("--logdir", default="log")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
+    parser.add_argument(
+        "--save-checkpoints",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help=f"save the state after every epoch to <log dir>/{CHECKPOINT_DIR}/, so that an "
+        "interrupted run continues with --resume-path <that>/policy.pth --resume-from-log",
+    )
+    parser.add_argument(
+        "--resume-from-log",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="continue from the epoch and step counters of the log's last checkpoint",
+    )
     add_logger_options(parser, wandb_project="mujoco.benchmark")
     parser.add_argument(
         "--watch",
@@ -462,6 +476,32 @@ def run_experiment(
         test_envs.close()
 
 
+def checkpoint_saver(
+    algorithm: Algorithm, train_envs: BaseVectorEnv, log_path: str, args: argparse.Namespace
+) -> Callable[[int, int, int], str] | None:
+    """The trainer's ``save_checkpoint_fn`` with ``--save-checkpoints`` (else None): it saves
+    the state as :func:`save_algorithm` does, into ``<log_path>/checkpoint/``.
+
+    Each file is written aside first and then moved into place, so that a run killed while
+    saving still leaves the previous epoch's complete files.
+    """
+    if not args.save_checkpoints:
+        return None
+    directory = os.path.join(log_path, CHECKPOINT_DIR)
+    staging = directory + ".partial"
+
+    def save(epoch: int, env_step: int, update_step: int) -> str:
+        os.makedirs(staging, exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
+        save_algorithm(algorithm, train_envs, staging)
+        for name in os.listdir(staging):
+            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+        os.rmdir(staging)
+        return os.path.join(directory, POLICY_FILE)
+
+    return save
+
+
 def train_off_policy(
     algorithm: Algorithm,
     train_envs: BaseVectorEnv,
@@ -488,8 +528,9 @@ def train_off_policy(
             batch_size=args.batch_size,
             update_step_num_gradient_steps_per_sample=args.update_per_step,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
+            save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
             logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
-            resume_from_log=args.resume_id is not None,
+            resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
         )
     )
@@ -520,8 +561,9 @@ def train_on_policy(
             test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
+            save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
             logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
-            resume_from_log=args.resume_id is not None,
+            resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
         )
     )

@@ -1,0 +1,159 @@
+"""The campaign's figures: a task's learning curves (mean and 95% bootstrap band over seeds per
+algorithm), and the aggregate over tasks (rliable's IQM with its interval, and performance
+profiles).
+
+Returns of different tasks are not comparable, and the MuJoCo tasks have no agreed reference
+scores; the aggregate therefore normalises each task's final returns to [0, 1] between the
+lowest and the highest final return of any run on that task in the campaign. It ranks the
+campaign's algorithms; it is no absolute measure.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmark.campaign.plan import available_algorithms
+from benchmark.campaign.report import BOOTSTRAP_REPS, BOOTSTRAP_SEED, CONFIDENCE, iqm_intervals
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def algorithm_color(algorithm: str) -> str:
+    """The colour of ``algorithm`` in every figure (matplotlib's default cycle)."""
+    known = available_algorithms()
+    index = known.index(algorithm) if algorithm in known else len(known)
+    return f"C{index % 10}"
+
+
+def mean_band(
+    curves: np.ndarray, reps: int = BOOTSTRAP_REPS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over seeds (rows) of ``curves`` and its 95% percentile-bootstrap band from ``reps``
+    resamples; the band is the mean itself for a single seed."""
+    mean = curves.mean(axis=0)
+    if len(curves) < 2:
+        return mean, mean, mean
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    picks = rng.integers(0, len(curves), size=(reps, len(curves)))
+    means = curves[picks].mean(axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail], axis=0)
+    return mean, low, high
+
+
+def common_curves(runs: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """The runs' test returns on one grid of env steps (seeds x points): the union of their
+    test steps up to the shortest run's last one, linearly interpolated."""
+    end = min(run["test_env_steps"][-1] for run in runs)
+    grid = np.unique(np.concatenate([run["test_env_steps"] for run in runs]))
+    grid = grid[grid <= end]
+    curves = np.stack([np.interp(grid, run["test_env_steps"], run["test_returns"]) for run in runs])
+    return grid, curves
+
+
+def plot_learning_curves(
+    task: str,
+    runs_by_algorithm: dict[str, list[dict[str, Any]]],
+    path: Path,
+    reps: int = BOOTSTRAP_REPS,
+) -> None:
+    """Write ``task``'s learning curves to ``path``: test return against env steps, the mean
+    over seeds and its 95% bootstrap band (``reps`` resamples), one colour per algorithm."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    for algorithm, runs in sorted(runs_by_algorithm.items()):
+        grid, curves = common_curves(runs)
+        mean, low, high = mean_band(curves, reps)
+        color = algorithm_color(algorithm)
+        axes.plot(grid, mean, color=color, label=f"{algorithm} ({len(runs)} seeds)")
+        axes.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
+    axes.set_title(task)
+    axes.set_xlabel("env steps")
+    axes.set_ylabel("test return")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def normalized_scores(results: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Per algorithm, its final returns normalised per task (see the module docstring) as a
+    seeds x tasks matrix, over the seeds that the algorithm has on all its tasks."""
+    by_task: dict[str, list[float]] = {}
+    for result in results:
+        by_task.setdefault(result["task"], []).append(result["final_return"])
+    low = {task: min(values) for task, values in by_task.items()}
+    span = {task: (max(values) - low[task]) or 1.0 for task, values in by_task.items()}
+    scores: dict[str, np.ndarray] = {}
+    for algorithm in sorted({r["algorithm"] for r in results}):
+        own = [r for r in results if r["algorithm"] == algorithm]
+        tasks = sorted({r["task"] for r in own})
+        seed_sets = [{r["seed"] for r in own if r["task"] == task} for task in tasks]
+        seeds = sorted(set.intersection(*seed_sets))
+        table = {(r["task"], r["seed"]): r["final_return"] for r in own}
+        scores[algorithm] = np.array(
+            [[(table[task, seed] - low[task]) / span[task] for task in tasks] for seed in seeds]
+        ).reshape(len(seeds), len(tasks))
+    return scores
+
+
+def plot_aggregate(
+    results: Sequence[dict[str, Any]], path: Path, reps: int = BOOTSTRAP_REPS
+) -> None:
+    """Write the aggregate figure to ``path``: per algorithm, the IQM of the normalised final
+    returns over all its tasks and seeds with rliable's 95% stratified-bootstrap interval
+    (``reps`` resamples), and rliable's performance profiles (a tenth as many). Algorithms with
+    fewer than two seeds on all their tasks are left out, and the figure says so."""
+    plt = _pyplot()
+    all_scores = normalized_scores(results)
+    scores = {algo: matrix for algo, matrix in all_scores.items() if len(matrix) >= 2}
+    left_out = sorted(all_scores.keys() - scores.keys())
+    note = f"; left out (fewer than 2 seeds): {', '.join(left_out)}" if left_out else ""
+    if not scores:
+        figure, axes = plt.subplots(figsize=(6.4, 2.0))
+        axes.axis("off")
+        axes.text(0.5, 0.5, "aggregate needs at least 2 seeds per algorithm" + note, ha="center")
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        return
+    from rliable import library, plot_utils
+
+    points, intervals = iqm_intervals(scores, reps)
+    taus = np.linspace(0.0, 1.0, 51)
+    profiles, profile_cis = library.create_performance_profile(
+        scores, taus, reps=max(reps // 10, 100), confidence_interval_size=CONFIDENCE
+    )
+    figure, (iqm_axes, profile_axes) = plt.subplots(1, 2, figsize=(11, 4.2))
+    algorithms = sorted(scores)
+    colors = {algorithm: algorithm_color(algorithm) for algorithm in algorithms}
+    for row, algorithm in enumerate(algorithms):
+        low, high = intervals[algorithm][:, 0]
+        iqm_axes.plot([low, high], [row, row], color=colors[algorithm], linewidth=6, alpha=0.5)
+        iqm_axes.plot(points[algorithm][0], row, "k|", markersize=14)
+    iqm_axes.set_yticks(range(len(algorithms)), algorithms)
+    iqm_axes.set_xlabel("IQM of normalised final return (95% CI)")
+    iqm_axes.grid(axis="x", alpha=0.3)
+    plot_utils.plot_performance_profiles(
+        profiles,
+        taus,
+        performance_profile_cis=profile_cis,
+        ax=profile_axes,
+        colors=colors,
+        xlabel=r"normalised final return $\tau$",
+    )
+    profile_axes.legend(profile_axes.get_lines(), list(profiles), loc="lower left")
+    figure.suptitle("all tasks; each task normalised between its lowest and highest run" + note)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

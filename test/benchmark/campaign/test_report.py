@@ -1,0 +1,119 @@
+"""The report from fake finished runs: statistics over seeds (mean, std, rliable IQM and its
+bootstrap interval), the table, the failures, and the files written."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import stats
+
+from benchmark.campaign.report import (
+    SUMMARY_FILE,
+    TABLE_FILE,
+    iqm_interval,
+    load_results,
+    write_report,
+)
+from test.benchmark.campaign.fake_results import write_fake_failure, write_fake_result
+
+REPS = 500  # resamples per interval: enough for the checks here, fast
+FINALS = {
+    ("Hopper-v5", "sac"): [2100.0, 2500.0, 1800.0, 2300.0],
+    ("Hopper-v5", "ppo"): [900.0, 1400.0, 1100.0],
+    ("Walker2d-v5", "sac"): [1200.0, 800.0, 1500.0],
+    ("Walker2d-v5", "ppo"): [700.0, 650.0, 1000.0],
+}
+
+
+@pytest.fixture
+def campaign(tmp_path: Path) -> Path:
+    for (task, algorithm), finals in FINALS.items():
+        for seed, final in enumerate(finals):
+            write_fake_result(tmp_path, task, algorithm, seed, [0.0, final * 1.1, final])
+    return tmp_path
+
+
+def test_iqm_and_its_interval_over_seeds() -> None:
+    scores = [3.0, 1.0, 10.0, 4.0, 2.0, 7.0, 5.0, 6.0]
+    iqm, interval = iqm_interval(scores, REPS)
+    assert interval is not None
+    low, high = interval
+    assert iqm == pytest.approx(stats.trim_mean(scores, 0.25))
+    assert min(scores) <= low < iqm < high <= max(scores)
+
+
+def test_one_seed_has_an_iqm_but_no_interval() -> None:
+    assert iqm_interval([42.0]) == (42.0, None)
+
+
+def test_summary_has_the_statistics_of_every_task_and_algorithm(campaign: Path) -> None:
+    summary = write_report(campaign, REPS)
+    assert json.loads((campaign / SUMMARY_FILE).read_text()) == summary
+    cells = {(cell["task"], cell["algorithm"]): cell for cell in summary["cells"]}
+    assert cells.keys() == FINALS.keys()
+    for key, finals in FINALS.items():
+        final, best = cells[key]["final_return"], cells[key]["best_return"]
+        assert final["values"] == finals
+        assert final["mean"] == pytest.approx(np.mean(finals))
+        assert final["std"] == pytest.approx(np.std(finals, ddof=1))
+        assert final["iqm"] == pytest.approx(stats.trim_mean(finals, 0.25))
+        low, high = final["iqm_ci95"]
+        assert min(finals) <= low <= final["iqm"] <= high <= max(finals)
+        assert best["mean"] == pytest.approx(1.1 * np.mean(finals))
+        assert cells[key]["seeds"] == list(range(len(finals)))
+        assert cells[key]["env_steps"] == [3000]
+    assert summary["failures"] == []
+
+
+def test_table_has_a_row_per_task_and_algorithm(campaign: Path) -> None:
+    write_report(campaign, REPS)
+    rows = [line for line in (campaign / TABLE_FILE).read_text().splitlines() if "-v5 |" in line]
+    assert len(rows) == len(FINALS)
+    sac_hopper = next(row for row in rows if "Hopper-v5 | sac" in row)
+    finals = FINALS["Hopper-v5", "sac"]
+    assert f"{np.mean(finals):,.1f} ± {np.std(finals, ddof=1):,.1f}" in sac_hopper
+    assert "| 4 | 3,000 |" in sac_hopper
+
+
+def test_figures_are_written(campaign: Path) -> None:
+    write_report(campaign, REPS)
+    for name in ("Hopper-v5.png", "Walker2d-v5.png", "aggregate.png"):
+        with Image.open(campaign / name) as image:
+            assert image.format == "PNG"
+            assert min(image.size) > 100
+
+
+def test_a_single_seed_is_reported_without_an_interval(tmp_path: Path) -> None:
+    write_fake_result(tmp_path, "Ant-v5", "td3", 0, [0.0, 500.0])
+    summary = write_report(tmp_path, REPS)
+    assert summary["cells"][0]["final_return"]["iqm_ci95"] is None
+    assert summary["cells"][0]["final_return"]["std"] is None
+    assert "(no CI: 1 seed)" in (tmp_path / TABLE_FILE).read_text()
+    assert (tmp_path / "aggregate.png").exists()  # a figure that says why it has no data
+
+
+def test_an_algorithm_with_one_seed_is_left_out_of_the_aggregate(campaign: Path) -> None:
+    write_fake_result(campaign, "Hopper-v5", "td3", 0, [0.0, 500.0])
+    summary = write_report(campaign, REPS)
+    assert {cell["algorithm"] for cell in summary["cells"]} == {"sac", "ppo", "td3"}
+    with Image.open(campaign / "aggregate.png") as image:
+        assert image.size[0] > 1000  # the two-panel figure of the others, not the note alone
+
+
+def test_failed_runs_are_listed_until_they_finish(campaign: Path) -> None:
+    write_fake_failure(campaign, "Ant-v5", "ppo", 1, "ValueError: boom")
+    write_fake_failure(campaign, "Hopper-v5", "sac", 0, "an older failure")  # finished since
+    summary = write_report(campaign, REPS)
+    assert summary["failures"] == [
+        {"task": "Ant-v5", "algorithm": "ppo", "seed": 1, "error": "ValueError: boom"}
+    ]
+    assert "Ant-v5 ppo seed1: ValueError: boom" in (campaign / TABLE_FILE).read_text()
+
+
+def test_incomplete_results_are_left_out(campaign: Path) -> None:
+    broken = campaign / "runs" / "Ant-v5" / "sac" / "seed0"
+    broken.mkdir(parents=True)
+    (broken / "result.json").write_text(json.dumps({"task": "Ant-v5"}))
+    assert len(load_results(campaign)) == sum(len(finals) for finals in FINALS.values())
