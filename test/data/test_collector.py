@@ -208,6 +208,62 @@ def test_random_collection_stores_inverse_mapped_sampled_actions() -> None:
     assert len(np.unique(batch.rew)) > 30  # really sampled
 
 
+class MaskedEnv(gym.Env):
+    """Every observation allows a different random half of 4 actions (``obs["mask"]``), none
+    after ``dead_end_at`` steps; an illegal action raises, as a board game's rules would."""
+
+    def __init__(self, dead_end_at: int | None = None) -> None:
+        self.observation_space = gym.spaces.Dict(
+            {"obs": gym.spaces.Box(0.0, 1.0, (1,)), "mask": gym.spaces.MultiBinary(4)}
+        )
+        self.action_space = gym.spaces.Discrete(4)
+        self.dead_end_at = dead_end_at
+        self.mask = np.ones(4, dtype=bool)
+        self.steps = 0
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        self.mask = np.zeros(4, dtype=bool)
+        if self.steps != self.dead_end_at:
+            self.mask[self.np_random.permutation(4)[:2]] = True
+        return {"obs": np.zeros(1, dtype=np.float32), "mask": self.mask.copy()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.steps = 0
+        return self._observe(), {}
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool, dict]:
+        if not self.mask[action]:
+            raise ValueError(f"illegal action {action}")
+        self.steps += 1
+        return self._observe(), 0.0, False, self.steps == 10, {}
+
+
+@pytest.mark.parametrize("collector_cls", [Collector, AsyncCollector])
+def test_random_collection_draws_only_legal_actions_of_masked_observations(
+    collector_cls: type[Collector],
+) -> None:
+    wait_num = {"wait_num": 1} if collector_cls is AsyncCollector else {}
+    envs = DummyVectorEnv([MaskedEnv for _ in range(3)], **wait_num)
+    envs.seed(0)
+    collector = collector_cls(
+        ConstantPolicy(gym.spaces.Discrete(4)), envs, VectorReplayBuffer(600, 3)
+    )
+    collector.reset()
+    collector.collect(n_step=300, random=True)  # MaskedEnv raises on an illegal action
+    batch = collector.buffer[:]
+    assert batch.obs.mask[np.arange(len(batch)), batch.act].all()
+    assert np.bincount(batch.act, minlength=4).min() > 40  # every action, when legal, is drawn
+
+
+def test_random_collection_names_the_env_whose_mask_allows_nothing() -> None:
+    envs = DummyVectorEnv([MaskedEnv, partial(MaskedEnv, dead_end_at=2)])
+    collector = Collector(ConstantPolicy(gym.spaces.Discrete(4)), envs, VectorReplayBuffer(60, 2))
+    collector.reset()
+    with pytest.raises(ValueError, match=r"row 1 \(env_id 1\) allows no action"):
+        collector.collect(n_step=20, random=True)
+
+
 def test_exploration_noise_is_applied_before_storing() -> None:
     class NoisyPolicy(ConstantPolicy):
         def add_exploration_noise(self, act: Any, batch: Batch) -> Any:

@@ -13,6 +13,7 @@ from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from numpy.typing import ArrayLike
 from torch import nn
 
+from tianshou.algorithm._masking import action_mask, sample_legal_actions
 from tianshou.data.batch import Batch
 from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.action_repr import RandomActor
@@ -207,9 +208,17 @@ class RandomActionPolicy(Policy):
         )
 
     def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
-        """One random action per observation in ``batch.obs``."""
+        """One random action per observation in ``batch.obs``; uniform among the legal actions
+        when the observations carry a legal-action mask (``Batch(obs=..., mask=...)``).
+
+        :raises ValueError: if an observation's mask allows no action.
+        """
         num = len(batch.obs)
-        if self.actor is None:
+        mask = action_mask(batch.obs)
+        if mask is not None:
+            spaces = [self.action_space] * num
+            act = sample_legal_actions(spaces, to_numpy(mask), batch.get("info"))
+        elif self.actor is None:
             act = np.stack([self.action_space.sample() for _ in range(num)])
         else:
             act = to_numpy(self.actor.compute_action_batch(batch.obs))

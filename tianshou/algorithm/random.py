@@ -5,11 +5,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
+from tianshou.algorithm._masking import sample_legal_actions
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, PolicyState, TrainingStats
 from tianshou.algorithm.algorithm_base import Policy as PolicyBase
 from tianshou.data.batch import Batch
+from tianshou.data.utils.converter import to_numpy
 
 
 @dataclass(kw_only=True)
@@ -46,12 +47,9 @@ class MARLRandomDiscreteMaskedOffPolicyAlgorithm(OffPolicyAlgorithm):
                     "the random masked agent needs observations with a legal-action mask "
                     "(obs.mask), as PettingZooEnv gives for discrete action spaces"
                 )
-            legal = np.asarray(obs.mask, dtype=bool)
-            if not legal.any(axis=-1).all():
-                raise ValueError("an observation's mask allows no action at all")
-            scores = self.action_space.np_random.random(legal.shape)
-            scores[~legal] = -1.0
-            return Batch(act=scores.argmax(axis=-1), state=state)
+            spaces = [self.action_space] * len(obs.mask)
+            act = sample_legal_actions(spaces, to_numpy(obs.mask), batch.get("info"))
+            return Batch(act=act, state=state)
 
     def __init__(self, action_space: gym.spaces.Space) -> None:
         super().__init__(policy=self.Policy(action_space))

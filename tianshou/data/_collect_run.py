@@ -229,7 +229,7 @@ class CollectRun:
         steps = episodes = 0
         while True:
             if self.random:
-                act, act_env = self.random_actions(active)
+                act, act_env = self.random_actions(active, obs)
                 entry = state = dist = None
             else:
                 act, act_env, entry, state, dist = self.policy_actions(obs, info, state, active)
@@ -349,12 +349,14 @@ class CollectRun:
     def act(self, obs: Any, info: Any, state: Any, env_ids: np.ndarray) -> StepActions:
         """Actions for the envs ``env_ids`` (rows of ``obs``, ``info`` and ``state``)."""
         if self.random:
-            act, act_env = self.random_actions(env_ids)
+            act, act_env = self.random_actions(env_ids, obs)
             return StepActions(act, act_env, None, None, None)
         return self.policy_actions(obs, info, state, env_ids)
 
-    def random_actions(self, env_ids: np.ndarray) -> tuple[Any, Any]:
-        """``(stored actions, env actions)`` sampled from the action spaces of ``env_ids``.
+    def random_actions(self, env_ids: np.ndarray, obs: Any) -> tuple[Any, Any]:
+        """``(stored actions, env actions)`` sampled from the action spaces of ``env_ids``,
+        uniformly among the legal actions when the observations ``obs`` carry a legal-action
+        mask (``obs.mask``).
 
         A pair rather than :class:`StepActions`: on cheap envs, building a NamedTuple per step
         costs a measurable share (~3%) of random collection.
@@ -363,7 +365,14 @@ class CollectRun:
         assert spaces is not None, "random collection needs the action spaces"
         if len(env_ids) != len(spaces):
             spaces = [spaces[i] for i in env_ids.tolist()]
-        act_env = np.array([space.sample() for space in spaces])
+        mask = obs.get("mask") if isinstance(obs, Batch) else None
+        if mask is None:
+            act_env = np.array([space.sample() for space in spaces])
+        else:
+            # imported here: the data layer does not load the algorithm layer at import time
+            from tianshou.algorithm._masking import sample_legal_actions
+
+            act_env = sample_legal_actions(spaces, mask, {"env_id": env_ids})
         act = self.policy.map_action_inverse(act_env) if self.inverse_now else act_env
         return act, act_env
 

@@ -22,12 +22,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tianshou.algorithm._masking import Mask, action_mask, mask_logits, mask_q_values
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import OfflineAlgorithm, PolicyState
 from tianshou.algorithm.modelfree.dqn import (
     DiscreteQLearningPolicy,
     QLearningOffPolicyAlgorithm,
-    action_mask,
+    q_network_input,
 )
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
@@ -139,9 +140,7 @@ class DiscreteBCQPolicy(DiscreteQLearningPolicy):
         :raises TypeError: if the imitator does not return an ``(output, state)`` pair.
         :raises ValueError: if the logits do not have one column per action.
         """
-        obs = batch.obs
-        if isinstance(obs, Batch) and "obs" in obs.__dict__:
-            obs = obs.obs
+        obs, _ = q_network_input(batch)
         output = self.imitator(obs, state=state, info=batch.get("info"))
         if not isinstance(output, tuple) or len(output) != 2:
             raise TypeError(
@@ -160,7 +159,7 @@ class DiscreteBCQPolicy(DiscreteQLearningPolicy):
         self,
         q_values: torch.Tensor,
         imitation_logits: torch.Tensor,
-        mask: np.ndarray | None = None,
+        mask: Mask | None = None,
     ) -> torch.Tensor:
         """The arg-max of ``q_values`` over the allowed actions, a long tensor ``(B,)``.
 
@@ -172,10 +171,7 @@ class DiscreteBCQPolicy(DiscreteQLearningPolicy):
         :param imitation_logits: the imitator's logits ``(B, n)``.
         :param mask: legal-action mask ``(B, n)``, or None when every action is legal.
         """
-        logits = imitation_logits.detach()
-        if mask is not None:
-            legal = torch.as_tensor(mask, device=logits.device, dtype=torch.bool)
-            logits = logits.masked_fill(~legal, -torch.inf)
+        logits = mask_q_values(imitation_logits.detach(), mask)
         log_ratio = logits - logits.max(dim=1, keepdim=True).values
         unlikely = (log_ratio < self._log_tau).to(q_values.dtype)
         return (q_values.detach() - INF * unlikely).argmax(dim=1)
@@ -256,7 +252,8 @@ class DiscreteBCQ(  # type: ignore[misc]
         if weight is not None:
             q_loss_B = q_loss_B * torch.as_tensor(weight, device=q.device, dtype=q.dtype)
         q_loss = q_loss_B.mean()
-        i_loss = F.cross_entropy(imitation_logits, act)
+        # the imitator clones the data's actions among the legal ones
+        i_loss = F.cross_entropy(mask_logits(imitation_logits, action_mask(batch.obs)), act)
         reg_loss = imitation_logits.pow(2).mean()
         loss = q_loss + i_loss + self.imitation_logits_penalty * reg_loss
         values = self.optim.step_with_loss_values(

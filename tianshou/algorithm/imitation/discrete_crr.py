@@ -12,6 +12,9 @@ from a critic trained by one-step TD on the data. The weight ``f`` is
 The weight is a constant of the actor's loss (no gradient flows through it). As in the
 published library, the critic is additionally kept conservative by the CQL regulariser
 ``logsumexp_a Q(s, a) - Q(s, a_data)`` weighted by ``min_q_weight``.
+
+With legal-action masks (:mod:`tianshou.algorithm._masking`), ``pi`` is restricted to the legal
+actions and the regulariser's soft maximum runs over them only.
 """
 
 from dataclasses import dataclass
@@ -24,6 +27,14 @@ from gymnasium.spaces import Discrete
 from torch import nn
 from torch.distributions import Categorical
 
+from tianshou.algorithm._masking import (
+    action_mask,
+    mask_q_values,
+    masked_categorical,
+    network_input,
+    policy_input,
+    unmask_dead_ends,
+)
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import (
     LaggedNetworkFullUpdateAlgorithmMixin,
@@ -142,18 +153,21 @@ class DiscreteCRR(OfflineAlgorithm[DiscreteActorPolicy], LaggedNetworkFullUpdate
         return self.policy.actor, self.critic
 
     def _dist(self, actor: nn.Module, obs: np.ndarray | torch.Tensor | Batch) -> Categorical:
-        """The action distribution of ``actor`` (the policy's or its target copy) at ``obs``."""
-        dist = self.policy.dist_fn(actor(obs)[0])
+        """The action distribution of ``actor`` (the policy's or its target copy) at ``obs``,
+        restricted to the legal actions when ``obs`` carries a mask."""
+        actor_obs, mask = policy_input(Batch._from_parsed_dict({"obs": obs}))
+        dist = self.policy.dist_fn(actor(actor_obs)[0])
         if not isinstance(dist, Categorical):
             raise TypeError(
                 "DiscreteCRR needs the policy's dist_fn to build a Categorical, got "
                 f"{type(dist).__name__}"
             )
-        return dist
+        return masked_categorical(dist, mask)  # type: ignore[return-value]
 
     def _q_values(self, critic: nn.Module, obs: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
-        """``critic(obs)``, checked to be one Q-value per action ``(B, n_actions)``."""
-        q = critic(obs)
+        """``critic(obs)``, checked to be one Q-value per action ``(B, n_actions)`` (masked
+        observations give the critic their ``obs`` entry, as the actor)."""
+        q = critic(network_input(obs))
         if not isinstance(q, torch.Tensor) or q.ndim != 2 or q.shape[1] != self._num_actions:
             shape = tuple(q.shape) if isinstance(q, torch.Tensor) else type(q).__name__
             raise ValueError(
@@ -169,6 +183,7 @@ class DiscreteCRR(OfflineAlgorithm[DiscreteActorPolicy], LaggedNetworkFullUpdate
         def target_value(buf: ReplayBuffer, target_indices: np.ndarray) -> torch.Tensor:
             same_rows = target_indices is indices
             obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
+            obs_next = unmask_dead_ends(obs_next)
             actor, critic = self._target_networks()
             probs = self._dist(actor, obs_next).probs
             return (self._q_values(critic, obs_next) * probs).sum(dim=1)
@@ -191,7 +206,7 @@ class DiscreteCRR(OfflineAlgorithm[DiscreteActorPolicy], LaggedNetworkFullUpdate
                 advantage, self.policy_improvement_mode, self.beta, self.ratio_upper_bound
             )
         actor_loss = -(weight * dist.log_prob(act)).mean()
-        cql_loss = cql_regulariser(q, act)
+        cql_loss = cql_regulariser(mask_q_values(q, action_mask(batch.obs)), act)
         loss = actor_loss + critic_loss + self.min_q_weight * cql_loss
         values = self.optim.step_with_loss_values(
             loss, actor_loss=actor_loss, critic_loss=critic_loss, cql_loss=cql_loss

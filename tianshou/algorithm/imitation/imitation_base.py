@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from gymnasium.spaces import Box, Discrete
 from torch import nn
 
+from tianshou.algorithm._masking import action_mask, mask_logits, mask_q_values, policy_input
 from tianshou.algorithm.algorithm_base import (
     ActionBoundMethod,
     Algorithm,
@@ -74,17 +75,27 @@ class ImitationPolicy(Policy):
     def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """The actor's actions for ``batch.obs``.
 
+        Observations that carry a legal-action mask (``Batch(obs=..., mask=...)``, see
+        :mod:`tianshou.algorithm._masking`) feed ``obs`` to the actor, and the discrete arg-max
+        ranges over the legal actions only.
+
         :return: a Batch with ``logits`` (the actor's output, a tensor), ``act`` (that output
-            for a continuous space, its arg-max over actions for a discrete one) and ``state``.
+            for a continuous space, its arg-max over the legal actions for a discrete one) and
+            ``state``.
         :raises TypeError: if the actor does not return an ``(output, state)`` pair.
+        :raises ValueError: if an observation's mask allows no action.
         """
-        result = self.actor(batch.obs, state=state, info=batch.get("info"))
+        obs, mask = policy_input(batch)
+        result = self.actor(obs, state=state, info=batch.get("info"))
         if not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(
                 f"the actor of ImitationPolicy must return (output, state), got {type(result)}"
             )
         logits, hidden = result
-        act = logits.argmax(dim=-1) if self.action_type == "discrete" else logits
+        if self.action_type == "discrete":
+            act = mask_q_values(logits, mask).argmax(dim=-1)
+        else:
+            act = logits
         return Batch._from_parsed_dict({"logits": logits, "act": act, "state": hidden})
 
 
@@ -93,7 +104,8 @@ class ImitationLearningAlgorithmMixin:
 
     Continuous action spaces: the mean squared error between the policy's actions and the
     demonstrated ones. Discrete: the cross-entropy of the demonstrated actions under the
-    softmax of the policy's logits (its negative log-likelihood).
+    softmax of the policy's logits (its negative log-likelihood), over the legal actions when the
+    observations carry a mask.
     """
 
     policy: ImitationPolicy
@@ -111,7 +123,7 @@ class ImitationLearningAlgorithmMixin:
                     f"outputs {tuple(act.shape)}; they must match"
                 )
             return F.mse_loss(act, target)
-        logits = output.logits
+        logits = mask_logits(output.logits, action_mask(batch.obs))
         target = torch.as_tensor(batch.act, dtype=torch.long, device=logits.device)
         return F.cross_entropy(logits, target.reshape(-1))
 

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tianshou.algorithm._masking import network_input
 from tianshou.algorithm.algorithm_base import (
     Algorithm,
     OffPolicyAlgorithm,
@@ -119,7 +120,9 @@ class _ICMMixin:
                 f"the ICM adds one intrinsic reward per transition and needs scalar rewards of "
                 f"shape ({len(batch)},), got rewards of shape {rew.shape}"
             )
-        forward_error, act_logits = self.model(batch.obs, batch.act, batch.obs_next)
+        # masked observations: the curiosity module reads what the policy's networks read
+        obs, obs_next = network_input(batch.obs), network_input(batch.obs_next)
+        forward_error, act_logits = self.model(obs, batch.act, obs_next)
         intrinsic = forward_error.detach().cpu().numpy() * self.reward_scale
         batch[_ICM_KEY] = Batch(orig_rew=rew, act_hat=act_logits, mse_loss=forward_error)
         batch.rew = rew + intrinsic  # a new array: the sampled rewards stay as they were

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tianshou.algorithm._masking import network_input
 from tianshou.algorithm._update_helpers import (
     action_tensor,
     iterate_minibatches,
@@ -102,8 +103,11 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
         return torch.cat(chunks)
 
     def _critic_values(self, obs: object, num_obs: int) -> torch.Tensor:
-        """The critic's values for ``obs`` flattened to ``(B,)``, checking there is one each."""
-        values = self.critic(obs)
+        """The critic's values for ``obs`` flattened to ``(B,)``, checking there is one each.
+
+        Masked observations give the critic their ``obs`` entry, the input the actor sees.
+        """
+        values = self.critic(network_input(obs))
         if values.numel() != num_obs:
             raise ValueError(
                 f"the critic must output one value per observation, got shape "

@@ -8,6 +8,12 @@ An action is a vector of ``num_branches`` sub-actions, each with ``action_per_br
 network grow linearly, not exponentially, in the number of sub-actions. All branches regress onto
 one shared target: the reward plus the discounted mean over branches of each branch's
 bootstrapped value (the paper's "mean operator").
+
+Legal-action masks of branching actions have one row per branch: an observation
+``Batch(obs=..., mask=...)`` with ``mask`` of shape ``(num_branches, action_per_branch)`` (a batch
+``(B, num_branches, action_per_branch)``), true where that branch may take that sub-action. Each
+branch then acts, explores and bootstraps among its own legal sub-actions; every branch must
+allow at least one.
 """
 
 from typing import Any
@@ -18,12 +24,15 @@ import torch
 from gymnasium.spaces import MultiDiscrete
 from torch import nn
 
+from tianshou.algorithm._masking import mask_q_values, random_legal_actions
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
 from tianshou.algorithm.modelfree.dqn import (
     DiscreteQLearningPolicy,
     QLearningOffPolicyAlgorithm,
     _check_eps,
+    legal_actions_of,
+    q_network_input,
 )
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
@@ -39,6 +48,10 @@ class BDQNPolicy(DiscreteQLearningPolicy):
     >>> policy = BDQNPolicy(model=net, action_space=gym.spaces.MultiDiscrete([5, 5]))
     >>> policy(Batch(obs=np.zeros((4, 3)), info=Batch())).act.shape
     (4, 2)
+    >>> mask = np.zeros((4, 2, 5), dtype=bool)
+    >>> mask[:, 0, 1] = mask[:, 1, 3] = True  # branch 0 may only take 1, branch 1 only 3
+    >>> policy(Batch(obs=Batch(obs=np.zeros((4, 3)), mask=mask), info=Batch())).act.tolist()
+    [[1, 3], [1, 3], [1, 3], [1, 3]]
 
     :param model: the branching Q-network; called as ``model(obs, state=state, info=info)``,
         it returns ``(q_values, hidden_state)`` with ``q_values`` of shape
@@ -96,25 +109,27 @@ class BDQNPolicy(DiscreteQLearningPolicy):
         :param model: the network to evaluate instead of ``self.model`` (the algorithm passes
             its target network here).
         :return: a Batch with ``logits`` (the Q-values ``(B, num_branches,
-            action_per_branch)``), ``act`` (each branch's arg-max, a numpy int array of shape
-            ``(B, num_branches)``) and ``state`` (the model's next hidden state).
+            action_per_branch)``), ``act`` (each branch's arg-max over its legal sub-actions, a
+            numpy int array of shape ``(B, num_branches)``) and ``state`` (the model's next
+            hidden state).
         """
-        q_BNA, _, hidden = self.evaluate(batch, state, model)
-        act_BN = q_BNA.argmax(dim=-1)
+        q_BNA, legal_q_BNA, hidden = self.evaluate(batch, state, model)
+        act_BN = legal_q_BNA.argmax(dim=-1)
         return Batch._from_parsed_dict({"logits": q_BNA, "act": to_numpy(act_BN), "state": hidden})
 
     def evaluate(
         self, batch: Batch, state: PolicyState = None, model: nn.Module | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, PolicyState]:
-        """Run the model: ``(Q-values, Q-values, next hidden state)``, the Q-values of shape
-        ``(B, num_branches, action_per_branch)`` (returned twice to keep the parent's
-        ``(raw output, Q-values, state)`` protocol; branching actions have no masks).
+        """Run the model: ``(Q-values, masked Q-values, next hidden state)``, both of shape
+        ``(B, num_branches, action_per_branch)``; the masked ones are ``-inf`` for the
+        sub-actions the observation's ``mask`` forbids (the same tensor when there is no mask).
 
         :raises TypeError: if the model does not return an ``(output, state)`` pair.
         :raises ValueError: if the Q-values do not have one row per branch and one column per
-            sub-action value.
+            sub-action value, or a branch's mask allows no sub-action.
         """
-        output = (model or self.model)(batch.obs, state=state, info=batch.get("info"))
+        obs, mask = q_network_input(batch)
+        output = (model or self.model)(obs, state=state, info=batch.get("info"))
         if not isinstance(output, tuple) or len(output) != 2:
             raise TypeError(
                 "the branching Q-network must return a pair (q_values, hidden_state), got "
@@ -128,12 +143,12 @@ class BDQNPolicy(DiscreteQLearningPolicy):
                 f"the action space {self.action_space} needs (batch_size, {expected[0]}, "
                 f"{expected[1]}); check the network's num_branches and action_per_branch"
             )
-        return q_BNA, q_BNA, hidden
+        return q_BNA, mask_q_values(q_BNA, mask), hidden
 
     def add_exploration_noise(self, act: np.ndarray | Batch, batch: Batch) -> np.ndarray | Batch:
-        """Replace each action (all its sub-actions) by a uniformly random one with probability
-        epsilon: ``eps_training`` inside a training step, ``eps_inference`` otherwise. The input
-        array is not modified."""
+        """Replace each action (all its sub-actions) by a uniformly random legal one with
+        probability epsilon: ``eps_training`` inside a training step, ``eps_inference``
+        otherwise. The input array is not modified."""
         eps = self.eps_training if self.is_within_training_step else self.eps_inference
         if eps == 0.0:
             return act
@@ -147,9 +162,9 @@ class BDQNPolicy(DiscreteQLearningPolicy):
         explore = np.random.rand(len(act)) < eps
         if not explore.any():
             return act
+        legal_BNA = legal_actions_of(batch, (*act.shape, self.action_per_branch))
         act = act.copy()
-        random_act = np.random.randint(0, self.action_per_branch, size=act.shape)
-        act[explore] = random_act[explore]
+        act[explore] = random_legal_actions(legal_BNA[explore])
         return act
 
 
@@ -158,9 +173,10 @@ class BDQN(QLearningOffPolicyAlgorithm[BDQNPolicy]):
 
     For a transition ``(s, a, r, s')`` the target is ``r + gamma * mean_d Q_d(s', a'_d)``
     (``r`` alone when ``s'`` is terminal), where ``Q_d`` is branch ``d`` of the target network
-    (the online model when ``target_update_freq == 0``) and ``a'_d`` its arg-max (the online
-    model's arg-max when ``is_double``). The loss is the squared TD error of each branch's
-    chosen sub-action, averaged over branches and then over the (importance-weighted) batch.
+    (the online model when ``target_update_freq == 0``) and ``a'_d`` its arg-max over the
+    branch's legal sub-actions at ``s'`` (the online model's arg-max when ``is_double``). The
+    loss is the squared TD error of each branch's chosen sub-action, averaged over branches and
+    then over the (importance-weighted) batch.
 
     Truncated transitions (time limits) bootstrap from ``s'``; only terminated ones do not.
     The published implementation stops bootstrapping at truncation too; a time limit is not a
@@ -196,11 +212,11 @@ class BDQN(QLearningOffPolicyAlgorithm[BDQNPolicy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """The mean over branches of each branch's bootstrap value, shape ``(B,)``."""
         obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
-        q_online_BNA = self.policy.evaluate(obs_batch)[0]
+        _, q_online_BNA, _ = self.policy.evaluate(obs_batch)
         if self.model_old is None:
             q_target_BNA = q_online_BNA
         else:
-            q_target_BNA = self.policy.evaluate(obs_batch, model=self.model_old)[0]
+            q_target_BNA = self.policy.evaluate(obs_batch, model=self.model_old)[1]
         chooser_BNA = q_online_BNA if self.is_double else q_target_BNA
         next_act_BN1 = chooser_BNA.argmax(dim=-1, keepdim=True)
         return q_target_BNA.gather(-1, next_act_BN1).squeeze(-1).mean(dim=-1)

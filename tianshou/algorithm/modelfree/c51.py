@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tianshou.algorithm._masking import Mask, unmask_dead_ends
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.modelfree.dqn import (
     DiscreteQLearningPolicy,
@@ -108,7 +109,7 @@ class C51Policy(DiscreteQLearningPolicy):
         self.register_buffer("support", torch.linspace(v_min, v_max, num_atoms))
         self.delta_z = (v_max - v_min) / (num_atoms - 1)
 
-    def compute_q_value(self, logits: torch.Tensor, mask: np.ndarray | None) -> torch.Tensor:
+    def compute_q_value(self, logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
         """The Q-values ``(B, n_actions)``: the means of the distributions ``logits``.
 
         :param logits: per-action probabilities over the support, ``(B, n_actions, num_atoms)``.
@@ -179,6 +180,7 @@ class C51(QLearningOffPolicyAlgorithm[TC51Policy], Generic[TC51Policy]):
         def target_atoms(buf: ReplayBuffer, target_indices: np.ndarray) -> torch.Tensor:
             same_rows = target_indices is indices
             obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
+            obs_next = unmask_dead_ends(obs_next)
             next_dist.append(self._next_dist(obs_next))  # compute_nstep_return: no_grad
             return self._target_q_compute_value(obs_next)
 

@@ -7,6 +7,10 @@ the critics output one Q-value per action, the soft value of a state is
 ``-(alpha * H(pi(.|s)) + sum_a pi(a|s) * min(Q1, Q2)(s, a))``. The entropy coefficient is the
 one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.sac.FixedAlpha`) or learned
 (:class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`, fed the exact entropy of each state).
+
+With legal-action masks (:mod:`tianshou.algorithm._masking`) the policy is the softmax over the
+legal actions only, so every sum above, the entropy included, runs over the legal actions; the
+critics read the observations' ``obs`` entry.
 """
 
 from dataclasses import dataclass
@@ -18,6 +22,13 @@ from gymnasium.spaces import Discrete
 from torch import nn
 from torch.distributions import Categorical
 
+from tianshou.algorithm._masking import (
+    Mask,
+    mask_logits,
+    network_input,
+    policy_input,
+    unmask_dead_ends,
+)
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
 from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
@@ -78,22 +89,27 @@ class DiscreteSACPolicy(Policy):
     def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """Sample actions (or take the arg-max, see ``deterministic_eval``) for ``batch.obs``.
 
-        :return: a Batch with ``logits`` ``(B, n_actions)``, ``act`` ``(B,)``, ``state`` (the
-            actor's next hidden state) and ``dist`` (the ``Categorical`` over the logits).
+        :return: a Batch with ``logits`` ``(B, n_actions)`` (the actor's raw output), ``act``
+            ``(B,)``, ``state`` (the actor's next hidden state) and ``dist`` (the
+            ``Categorical`` over the logits of the legal actions).
         """
-        logits, hidden = self._logits(batch, state)
-        dist = Categorical(logits=logits, validate_args=False)
+        logits, hidden, mask = self._logits(batch, state)
+        dist = Categorical(logits=mask_logits(logits, mask), validate_args=False)
         if self.deterministic_eval and not self.is_within_training_step:
-            act = logits.argmax(dim=-1)
+            act = dist.logits.argmax(dim=-1)
         else:
             act = dist.sample()
         return Batch._from_parsed_dict(
             {"logits": logits, "act": act, "state": hidden, "dist": dist}
         )
 
-    def _logits(self, batch: Batch, state: PolicyState) -> tuple[torch.Tensor, PolicyState]:
-        """The actor's ``(logits, hidden)`` for ``batch.obs``, with the shapes checked."""
-        output = self.actor(batch.obs, state=state, info=batch.get("info"))
+    def _logits(
+        self, batch: Batch, state: PolicyState
+    ) -> tuple[torch.Tensor, PolicyState, Mask | None]:
+        """The actor's ``(logits, hidden)`` for ``batch.obs`` with the shapes checked, and the
+        observations' checked legal-action mask (None without one)."""
+        obs, mask = policy_input(batch)
+        output = self.actor(obs, state=state, info=batch.get("info"))
         if not isinstance(output, tuple) or len(output) != 2:
             raise TypeError(
                 "the discrete SAC actor must return a pair (logits, hidden_state), got "
@@ -106,12 +122,13 @@ class DiscreteSACPolicy(Policy):
                 f"{self.action_space} needs (batch_size, {self._num_actions}); check the "
                 "actor's action_shape"
             )
-        return logits, hidden
+        return logits, hidden, mask
 
     def _log_probs(self, batch: Batch) -> torch.Tensor:
         """``log pi(.|s)`` of shape ``(B, n_actions)``, for the update's exact expectations (no
-        action is sampled)."""
-        return self._logits(batch, None)[0].log_softmax(dim=-1)
+        action is sampled); illegal actions get probability 0."""
+        logits, _, mask = self._logits(batch, None)
+        return mask_logits(logits, mask).log_softmax(dim=-1)
 
 
 def _entropy(probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
@@ -172,14 +189,19 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         """The policy's ``log_probs`` at the next observations (the soft value is an exact
-        expectation over the actions, so none is sampled)."""
-        return Batch._from_parsed_dict({"log_probs": self.policy._log_probs(obs_batch)})
+        expectation over the actions, so none is sampled); a next observation without legal
+        actions (the game is over) counts all actions legal, as its value is discarded."""
+        next_batch = Batch._from_parsed_dict(
+            {"obs": unmask_dead_ends(obs_batch.obs), "info": obs_batch.get("info")}
+        )
+        return Batch._from_parsed_dict({"log_probs": self.policy._log_probs(next_batch)})
 
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """The soft value ``sum_a pi(a|s') * (min_i Q_i'(s', a) - alpha * log pi(a|s'))``."""
         log_probs = act_batch.log_probs
         probs = log_probs.exp()
-        min_q = torch.min(self.critic_old(obs_batch.obs), self.critic2_old(obs_batch.obs))
+        obs = network_input(obs_batch.obs)
+        min_q = torch.min(self.critic_old(obs), self.critic2_old(obs))
         expected_q = (probs * min_q).sum(dim=-1)
         return expected_q + self.alpha._coefficient() * _entropy(probs, log_probs)
 
@@ -187,7 +209,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
     def _critic_td_loss(batch: Batch, critic: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         """``(td_error, loss)`` of the taken actions' Q-values against ``batch.returns``,
         weighted by ``batch.weight`` (prioritized replay) when present."""
-        q_BA = critic(batch.obs)
+        q_BA = critic(network_input(batch.obs))
         act_B = torch.as_tensor(batch.act, device=q_BA.device, dtype=torch.long)
         current_q = q_BA.gather(1, act_B.reshape(-1, 1)).flatten()
         td_error = current_q - batch.returns.flatten()
@@ -203,7 +225,8 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         probs = log_probs.exp()
         entropy = _entropy(probs, log_probs)
         with torch.no_grad():
-            min_q = torch.min(self.critic(batch.obs), self.critic2(batch.obs))
+            obs = network_input(batch.obs)
+            min_q = torch.min(self.critic(obs), self.critic2(obs))
         alpha = self.alpha._coefficient()
         actor_loss = -(alpha * entropy + (probs * min_q).sum(dim=-1)).mean()
         # the coefficient learns from the entropy before the actor's step, as the actor's loss

@@ -16,6 +16,13 @@ import torch.nn.functional as F
 from gymnasium.spaces import Discrete
 from torch import nn
 
+from tianshou.algorithm._masking import (
+    Mask,
+    mask_q_values,
+    policy_input,
+    random_legal_actions,
+    unmask_dead_ends,
+)
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import (
     Algorithm,
@@ -106,7 +113,7 @@ class DiscreteQLearningPolicy(Policy):
         act = q_values.argmax(dim=1)
         return Batch._from_parsed_dict({"logits": logits, "act": to_numpy(act), "state": hidden})
 
-    def compute_q_value(self, logits: torch.Tensor, mask: np.ndarray | None) -> torch.Tensor:
+    def compute_q_value(self, logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
         """The Q-values ``(B, n_actions)`` to act on, from the model's raw output.
 
         Illegal actions (``mask`` false) get ``-inf``, so the arg-max never selects them.
@@ -115,10 +122,7 @@ class DiscreteQLearningPolicy(Policy):
         :param logits: the model's output.
         :param mask: legal-action mask ``(B, n_actions)``, or None when every action is legal.
         """
-        if mask is None:
-            return logits
-        legal = torch.as_tensor(mask, device=logits.device, dtype=torch.bool)
-        return logits.masked_fill(~legal, -torch.inf)
+        return mask_q_values(logits, mask)
 
     def evaluate(
         self, batch: Batch, state: PolicyState = None, model: nn.Module | None = None
@@ -140,18 +144,16 @@ class DiscreteQLearningPolicy(Policy):
 
     def _model_output(
         self, batch: Batch, state: PolicyState = None, model: nn.Module | None = None
-    ) -> tuple[torch.Tensor, PolicyState, np.ndarray | None]:
+    ) -> tuple[torch.Tensor, PolicyState, Mask | None]:
         """Run the model on ``batch.obs``: ``(raw output, next hidden state, legal-action mask)``.
 
         The first step of :meth:`evaluate`, for callers that need only the raw output (a target
         network's distribution), so no Q-values are reduced from it.
 
         :raises TypeError: if the model does not return an ``(output, state)`` pair.
+        :raises ValueError: if an observation's mask allows no action.
         """
-        obs = batch.obs
-        mask = action_mask(obs)
-        if isinstance(obs, Batch) and "obs" in obs.__dict__:
-            obs = obs.obs
+        obs, mask = q_network_input(batch)
         output = (model or self.model)(obs, state=state, info=batch.get("info"))
         if not isinstance(output, tuple) or len(output) != 2:
             raise TypeError(
@@ -177,14 +179,9 @@ class DiscreteQLearningPolicy(Policy):
         explore = np.random.rand(num) < eps
         if not explore.any():
             return act
-        # uniform scores in [0, 1) plus 1 for legal actions: the arg-max is a uniformly random
-        # legal action (any action when there is no mask)
-        scores = np.random.rand(num, self._num_actions)
-        mask = action_mask(batch.obs)
-        if mask is not None:
-            scores += np.asarray(mask)
+        legal = legal_actions_of(batch, (num, self._num_actions))
         act = act.copy()
-        act[explore] = scores[explore].argmax(axis=1)
+        act[explore] = random_legal_actions(legal[explore])
         return act
 
 
@@ -201,11 +198,33 @@ def batch_rows(length: int, device: torch.device) -> torch.Tensor:
     return rows
 
 
-def action_mask(obs: np.ndarray | torch.Tensor | Batch) -> np.ndarray | None:
-    """The legal-action mask carried by a Batch observation (key ``mask``), or None."""
-    if isinstance(obs, Batch):
-        return obs.__dict__.get("mask")
-    return None
+def q_network_input(batch: Batch) -> tuple[Any, Mask | None]:
+    """``(network input, checked mask)`` of ``batch.obs`` for a Q-network.
+
+    As in the published library, a Batch observation with an ``obs`` entry feeds that entry to
+    the network even without a mask.
+    """
+    obs, mask = policy_input(batch)
+    if mask is None and isinstance(obs, Batch) and "obs" in obs.__dict__:
+        obs = obs.obs
+    return obs, mask
+
+
+def legal_actions_of(batch: Batch, shape: tuple[int, ...]) -> np.ndarray:
+    """The boolean legal-action mask of ``batch.obs`` as a numpy array of ``shape`` (all true
+    when there is no mask), for random exploration.
+
+    :raises ValueError: if the mask does not have ``shape`` or leaves a row without an action.
+    """
+    _, mask = policy_input(batch)
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    legal = np.asarray(mask.cpu() if isinstance(mask, torch.Tensor) else mask, dtype=bool)
+    if legal.shape != shape:
+        raise ValueError(
+            f"the legal-action mask has shape {legal.shape}, but exploration needs {shape}"
+        )
+    return legal
 
 
 TDQNPolicy = TypeVar("TDQNPolicy", bound=DiscreteQLearningPolicy)
@@ -275,7 +294,8 @@ class QLearningOffPolicyAlgorithm(
             # with one step the bootstrap rows are the sampled rows: reuse their obs_next
             same_rows = target_indices is indices
             obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
-            return self._target_q_compute_value(obs_next)  # compute_nstep_return: no_grad
+            # compute_nstep_return: no_grad
+            return self._target_q_compute_value(unmask_dead_ends(obs_next))
 
         return self.compute_nstep_return(
             batch,
@@ -288,7 +308,8 @@ class QLearningOffPolicyAlgorithm(
 
     @abstractmethod
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
-        """The bootstrap value of each next observation, shape ``(B,)``."""
+        """The bootstrap value of each next observation, shape ``(B,)``; the max (or arg-max)
+        over next actions must range over the legal actions of ``obs_next.mask``."""
 
 
 class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):

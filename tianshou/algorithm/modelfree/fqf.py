@@ -16,7 +16,7 @@ import torch
 
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import Algorithm, PolicyState
-from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy, action_mask
+from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy, q_network_input
 from tianshou.algorithm.modelfree.qrdqn import (
     QRDQN,
     QRDQNPolicy,
@@ -125,10 +125,7 @@ class FQFPolicy(QRDQNPolicy):
             ``entropies (B,)``) and ``quantiles_tau`` (quantiles at the inner fractions in
             training mode, else None).
         """
-        obs = batch.obs
-        mask = action_mask(obs)
-        if isinstance(obs, Batch) and "obs" in obs.__dict__:
-            obs = obs.obs
+        obs, mask = q_network_input(batch)
         given = None
         if fractions is not None:
             given = (fractions.taus, fractions.tau_hats, fractions.entropies)

@@ -11,8 +11,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from tianshou.algorithm._masking import Mask
 from tianshou.algorithm.algorithm_base import PolicyState
-from tianshou.algorithm.modelfree.dqn import action_mask
+from tianshou.algorithm.modelfree.dqn import q_network_input
 from tianshou.algorithm.modelfree.qrdqn import (
     QRDQN,
     QRDQNPolicy,
@@ -92,7 +93,7 @@ class IQNPolicy(QRDQNPolicy):
 
     def _quantiles(
         self, batch: Batch, state: PolicyState = None, model: torch.nn.Module | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, PolicyState, np.ndarray | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor, PolicyState, Mask | None]:
         """Run the model at freshly sampled fractions: ``(quantiles (B, n_actions, N), taus,
         next hidden state, legal-action mask)``, without choosing actions (the update's current
         and target quantiles need no greedy action)."""
@@ -102,10 +103,7 @@ class IQNPolicy(QRDQNPolicy):
             sample_size = self.online_sample_size
         else:
             sample_size = self.sample_size
-        obs = batch.obs
-        mask = action_mask(obs)
-        if isinstance(obs, Batch) and "obs" in obs.__dict__:
-            obs = obs.obs
+        obs, mask = q_network_input(batch)
         (logits, taus), hidden = (model or self.model)(
             obs, sample_size=sample_size, state=state, info=batch.get("info")
         )

@@ -6,6 +6,7 @@ policy) is found by conjugate gradients from Fisher-vector products, never formi
 critic is trained separately by its own optimizer.
 """
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Distribution, kl_divergence
+from torch.distributions import Categorical, Distribution, kl_divergence
 
 from tianshou.algorithm._update_helpers import (
     action_tensor,
@@ -254,9 +255,19 @@ class NPG(ActorCriticOnPolicyAlgorithm):
     def _constant_copy(self, result: Batch, minibatch: Batch) -> Distribution:
         """The distribution of the policy's ``result`` as a constant (outside the graph).
 
-        It is rebuilt from the detached actor output when that is a tensor or a tuple of
-        tensors (saving a forward pass), else recomputed without gradients.
+        A categorical distribution is copied with its tensors detached (so a legal-action mask
+        applied by the policy is kept); others are rebuilt from the detached actor output when
+        that is a tensor or a tuple of tensors (saving a forward pass), else recomputed without
+        gradients.
         """
+        if isinstance(result.dist, Categorical):
+            # the policy's (possibly masked) distribution itself, not one rebuilt from the raw
+            # logits: a shallow copy whose tensors are detached
+            constant = copy.copy(result.dist)
+            for name, value in vars(constant).items():
+                if isinstance(value, torch.Tensor):
+                    setattr(constant, name, value.detach())
+            return constant
         dist_input = result.logits
         dist_fn: Callable[[Any], Distribution] = self.policy.dist_fn
         if isinstance(dist_input, torch.Tensor):

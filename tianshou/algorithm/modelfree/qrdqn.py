@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tianshou.algorithm._masking import Mask
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.modelfree._quantile_huber_kernel import (
     can_fuse,
@@ -91,7 +92,7 @@ class QRDQNPolicy(DiscreteQLearningPolicy):
     :class:`DiscreteQLearningPolicy`.
     """
 
-    def compute_q_value(self, logits: torch.Tensor, mask: np.ndarray | None) -> torch.Tensor:
+    def compute_q_value(self, logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
         """Q-values ``(B, n_actions)``: the mean over the quantile dimension, masked."""
         return super().compute_q_value(logits.mean(2), mask)
 

@@ -17,6 +17,7 @@ from gymnasium.spaces import Box, Discrete
 from torch import nn
 from torch.distributions import Categorical, Distribution
 
+from tianshou.algorithm._masking import masked_categorical, policy_input
 from tianshou.algorithm._training_stats import LossSequenceTrainingStats, SimpleLossTrainingStats
 from tianshou.algorithm._update_helpers import (
     action_tensor,
@@ -53,6 +54,12 @@ TDistFnDiscrOrCont: TypeAlias = TDistFnContinuous | TDistFnDiscrete
 
 class ProbabilisticActorPolicy(Policy):
     """A policy that samples its actions from a distribution parameterised by an actor network.
+
+    Observations that carry a legal-action mask (``Batch(obs=..., mask=...)``, see
+    :mod:`tianshou.algorithm._masking`) feed ``obs`` to the actor, and the (categorical)
+    distribution is restricted to the legal actions: illegal actions have probability 0, and
+    log-probabilities, entropies and KL divergences are those of the renormalised distribution
+    over the legal actions.
 
     :param actor: a module called as ``actor(obs, state=..., info=...)`` that returns
         ``(dist_input, hidden_state)``; ``dist_input`` is whatever ``dist_fn`` accepts, e.g.
@@ -98,16 +105,19 @@ class ProbabilisticActorPolicy(Policy):
         """Sample actions (or take the mode, see ``deterministic_eval``) for ``batch.obs``.
 
         :return: a Batch with ``logits`` (the actor's raw output), ``act``, ``state`` (the
-            actor's next hidden state) and ``dist`` (the action distribution).
+            actor's next hidden state) and ``dist`` (the action distribution, restricted to
+            the legal actions when the observations carry a mask).
+        :raises ValueError: if an observation's mask allows no action.
         """
-        output = self.actor(batch.obs, state=state, info=batch.get("info"))
+        obs, mask = policy_input(batch)
+        output = self.actor(obs, state=state, info=batch.get("info"))
         if not isinstance(output, tuple) or len(output) != 2:
             raise TypeError(
                 "the actor must return a pair (dist_input, hidden_state), got "
                 f"{type(output).__name__}"
             )
         dist_input, hidden = output
-        dist = self.dist_fn(dist_input)
+        dist = masked_categorical(self.dist_fn(dist_input), mask)
         if self.deterministic_eval and not self.is_within_training_step:
             act = dist.mode
         else:
