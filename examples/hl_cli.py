@@ -13,6 +13,12 @@ parameter's type annotation (an enum's members by name, in any case:
 them with the ``:param name:`` lines of ``main``'s docstring.
 
     python examples/mujoco/mujoco_ppo_hl.py --task Walker2d-v5 --hidden-sizes 32 32 --no-lr-decay
+
+``--config-file FILE`` takes the values of a configuration saved by a hyper-parameter search
+(``best_config.json``, see ``docs/hpo.md``) as the defaults of ``main``'s parameters of the
+same names; options given on the command line still win.
+
+    python examples/mujoco/mujoco_ppo_hl.py --config-file log/hpo/ppo/best_config.json
 """
 
 import argparse
@@ -27,6 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from script_cli import parse_flag  # examples/, beside this module
+
+CONFIG_FILE_DEST = "config_file"
+"""Where the parser puts ``--config-file`` (not a parameter of ``main``)."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,28 @@ def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
             metavar=spec.metavar,
             help=help_text,
         )
+    parser.add_argument(
+        "--config-file",
+        "--config_file",
+        dest=CONFIG_FILE_DEST,
+        metavar="FILE",
+        help="a best_config.json of a hyper-parameter search: its values as defaults",
+    )
     return parser
+
+
+def _values_of_config_file(
+    parser: argparse.ArgumentParser, main: Callable[..., Any], path: str
+) -> dict[str, Any]:
+    """The hyper-parameters saved in ``path``; names ``main`` has no parameter for are an
+    error."""
+    from tianshou.highlevel.hpo.best_config import load_best_params
+
+    values = load_best_params(path)
+    unknown = sorted(set(values) - set(inspect.signature(main).parameters))
+    if unknown:
+        parser.error(f"{path} sets {unknown}, which this script has no options for")
+    return values
 
 
 def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
@@ -165,7 +195,11 @@ def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
     :param main: the script's entry point (see the module docstring).
     :param argv: the arguments; None reads ``sys.argv[1:]``.
     """
-    kwargs = vars(build_parser(main).parse_args(argv))
+    parser = build_parser(main)
+    kwargs = vars(parser.parse_args(argv))
+    config_file = kwargs.pop(CONFIG_FILE_DEST, None)
+    if config_file is not None:
+        kwargs = _values_of_config_file(parser, main, config_file) | kwargs
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -1,0 +1,100 @@
+"""Seed-robust search of PPO's hyper-parameters on CartPole-v1.
+
+Every trial trains on ``--seeds`` seeds and is scored by the IQM of their final test returns;
+the best ``--top-k`` configurations are re-run on fresh seeds, and ``OUT/study.json``,
+``OUT/best_config.json`` and the plots are written.
+
+    python examples/hpo/ppo_cartpole_hpo.py --n-trials 30 --seeds 3 --storage hpo.db --out hpo_ppo
+
+Several processes with the same ``--storage`` share the study; run the command again to resume.
+The best configuration then trains with ``--config-file OUT/best_config.json`` of a ``*_hl.py``
+script.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+from hpo_common import search_and_report  # the script's own directory is on sys.path
+
+from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.config import OnPolicyTrainingConfig
+from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
+from tianshou.highlevel.experiment import ExperimentConfig
+from tianshou.highlevel.hpo.binding import PPO_BINDING
+from tianshou.highlevel.hpo.default_spaces import ppo_search_space
+from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
+from tianshou.highlevel.hpo.search import SearchResult
+
+
+def main(
+    n_trials: int = 20,
+    seeds: int = 3,
+    storage: str | None = None,
+    n_jobs: int = 1,
+    timeout: float | None = None,
+    out: str = "log/hpo/ppo_cartpole",
+    study_name: str = "ppo_cartpole",
+    pruner: str = "median",
+    launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
+    top_k: int = 3,
+    reevaluation_seeds: int = 5,
+    seed: int = 0,
+    epoch: int = 5,
+    epoch_num_steps: int = 5000,
+    num_training_envs: int = 4,
+    num_test_envs: int = 5,
+) -> SearchResult:
+    """Search PPO's hyper-parameters on CartPole-v1 with several seeds per trial.
+
+    :param n_trials: finished trials the study should hold (a resumed study adds the missing).
+    :param seeds: seeds per trial.
+    :param storage: the study's storage: an SQLite file (``.db``), a journal file (``.log``) or
+        an SQLAlchemy URL; None: in memory.
+    :param n_jobs: trials at once in threads of this process.
+    :param timeout: stop starting trials after this many seconds.
+    :param out: where study.json, best_config.json and the plots go.
+    :param pruner: ``median``, ``halving`` or ``none``.
+    :param launcher: runs a trial's seeds: ``SEQUENTIAL`` (lockstep, prunable per epoch),
+        ``JOBLIB`` or ``RAY`` (in parallel).
+    :param top_k: configurations re-run on fresh seeds.
+    :param reevaluation_seeds: fresh seeds per re-run configuration.
+    :param seed: the first search seed.
+    :param epoch: epochs per run (a trial reports after each).
+    """
+    template = ExperimentTemplate(
+        binding=PPO_BINDING,
+        env_factory=EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY),
+        experiment_config=ExperimentConfig(seed=seed, persistence_enabled=False, device="cpu"),
+        training_config=OnPolicyTrainingConfig(
+            max_epochs=epoch,
+            epoch_num_steps=epoch_num_steps,
+            num_training_envs=num_training_envs,
+            num_test_envs=num_test_envs,
+            collection_step_num_env_steps=min(1024, epoch_num_steps),
+            buffer_size=min(1024, epoch_num_steps),
+        ),
+    )
+    return search_and_report(
+        template,
+        ppo_search_space(),
+        study_name,
+        n_trials,
+        seeds,
+        storage,
+        n_jobs,
+        timeout,
+        out,
+        pruner,
+        launcher,
+        top_k,
+        reevaluation_seeds,
+    )
+
+
+if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
+    from hl_cli import run_cli
+
+    torch.set_num_threads(1)
+    run_cli(main)

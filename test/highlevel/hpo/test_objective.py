@@ -1,0 +1,48 @@
+import time
+
+import optuna
+import pytest
+
+from test.highlevel.hpo.conftest import tiny_cartpole_ppo_template, tiny_space
+from tianshou.highlevel.hpo.objective import SeedRobustObjective
+from tianshou.highlevel.hpo.score import iqm
+from tianshou.highlevel.hpo.space import FloatDimension, SearchSpace
+
+
+def test_four_trial_two_seed_study_scores_each_trial_by_the_iqm_of_final_returns() -> None:
+    objective = SeedRobustObjective(tiny_cartpole_ppo_template(seed=1), tiny_space(), 2)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(0))
+    start = time.perf_counter()
+    study.optimize(objective, n_trials=4)
+    assert time.perf_counter() - start < 60
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 4
+    for trial in study.trials:
+        returns = trial.user_attrs["test_returns"]
+        assert trial.user_attrs["seeds"] == [1, 2]
+        assert len(returns) == 2 and len(returns[0]) == 2
+        assert trial.value == pytest.approx(iqm([r[-1] for r in returns]))
+        score = trial.user_attrs["score"]
+        assert score["ci_low"] <= trial.value <= score["ci_high"]
+        assert sorted(trial.intermediate_values) == [1, 2]
+        assert trial.intermediate_values[1] == pytest.approx(iqm([r[0] for r in returns]))
+        assert trial.user_attrs["hyperparameters"]["hidden_sizes"] in ([16], [32, 32])
+
+
+def test_pruning_stops_a_trial_after_its_first_epoch() -> None:
+    objective = SeedRobustObjective(tiny_cartpole_ppo_template(max_epochs=3), tiny_space(), 2)
+    study = optuna.create_study(
+        direction="maximize", pruner=optuna.pruners.ThresholdPruner(lower=1e9)
+    )
+    study.optimize(objective, n_trials=1)
+    trial = study.trials[0]
+    assert trial.state == optuna.trial.TrialState.PRUNED
+    assert list(trial.intermediate_values) == [1]
+    assert [len(r) for r in trial.user_attrs["test_returns"]] == [1, 1]
+
+
+def test_objective_refuses_names_the_algorithm_cannot_use() -> None:
+    space = SearchSpace([FloatDimension("learning_rate", 1e-4, 1e-3)])
+    with pytest.raises(ValueError, match="learning_rate"):
+        SeedRobustObjective(tiny_cartpole_ppo_template(), space, 2)
+    with pytest.raises(ValueError, match="num_seeds"):
+        SeedRobustObjective(tiny_cartpole_ppo_template(), tiny_space(), 0)

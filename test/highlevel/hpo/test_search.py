@@ -1,0 +1,61 @@
+import json
+from pathlib import Path
+
+import optuna
+
+from test.highlevel.hpo.conftest import tiny_cartpole_ppo_template, tiny_space
+from tianshou.highlevel.hpo.best_config import load_best_params
+from tianshou.highlevel.hpo.search import run_search
+
+
+def test_search_reevaluates_on_fresh_seeds_and_writes_report_best_config_and_plots(
+    tmp_path: Path,
+) -> None:
+    result = run_search(
+        tiny_cartpole_ppo_template(seed=1, max_epochs=1),
+        tiny_space(),
+        study_name="report",
+        n_trials=3,
+        num_seeds=2,
+        sampler=optuna.samplers.RandomSampler(0),
+        top_k=2,
+        out_dir=str(tmp_path),
+    )
+    names = sorted(Path(f).name for f in result.files)
+    assert names == [
+        "best_config.json",
+        "optimization_history.png",
+        "param_importances.png",
+        "reevaluation.png",
+        "study.json",
+    ]
+    report = json.loads((tmp_path / "study.json").read_text())
+    reevaluation = report["reevaluation"]
+    assert reevaluation["seeds"] == [3, 4]  # after the search seeds 1, 2
+    configurations = reevaluation["configurations"]
+    assert sorted(c["search_rank"] for c in configurations) == [1, 2]
+    assert [c["reevaluation_rank"] for c in configurations] == [1, 2]
+    new_scores = [c["reevaluation_score"]["iqm"] for c in configurations]
+    assert new_scores == sorted(new_scores, reverse=True)
+    assert report["best"]["trial_number"] == configurations[0]["trial_number"]
+    assert report["best"]["chosen_by"] == "reevaluation"
+    assert load_best_params(str(tmp_path / "best_config.json")) == {
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in configurations[0]["hyperparameters"].items()
+    }
+    table = result.format()
+    assert "Re-evaluation on fresh seeds [3, 4]" in table
+    for entry in report["top_trials"]:
+        assert f"{entry['trial_number']:>5}" in table
+
+
+def test_resumed_search_continues_the_trial_count(tmp_path: Path) -> None:
+    storage = str(tmp_path / "study.journal")
+    template = tiny_cartpole_ppo_template(max_epochs=1)
+    first = run_search(template, tiny_space(), "resume", 2, num_seeds=1, storage=storage, top_k=0)
+    assert [t.number for t in first.study.trials] == [0, 1]
+    again = run_search(template, tiny_space(), "resume", 2, num_seeds=1, storage=storage, top_k=0)
+    assert len(again.study.trials) == 2  # nothing missing: no new trial
+    more = run_search(template, tiny_space(), "resume", 3, num_seeds=1, storage=storage, top_k=0)
+    assert [t.number for t in more.study.trials] == [0, 1, 2]
+    assert more.best is not None and more.best.chosen_by == "search"

@@ -1,0 +1,19 @@
+"""Loading Optuna only when a search runs, so that ``import tianshou`` (and the rest of the
+high-level API) never depends on it."""
+
+from types import ModuleType
+
+
+def import_optuna() -> ModuleType:
+    """The ``optuna`` module.
+
+    :raises ImportError: naming the ``hpo`` extra, if Optuna is not installed.
+    """
+    try:
+        import optuna
+    except ImportError as error:
+        raise ImportError(
+            "tianshou.highlevel.hpo needs Optuna; install the 'hpo' extra: "
+            "pip install 'tianshou[hpo]'"
+        ) from error
+    return optuna

@@ -1,0 +1,185 @@
+"""Running the seeds of one configuration and recording each seed's test return after every
+epoch, the data a trial is scored and pruned on.
+
+How the seeds run depends on the launcher:
+
+* ``"sequential"`` (the default) runs the seeds in *lockstep* in this process: epoch 1 of every
+  seed, then epoch 2 of every seed, and so on, so that after each epoch the IQM over the seeds
+  is known while training goes on, and a pruner can stop all seeds of a weak trial there. Each
+  seed keeps its own state of the global random generators (``random``, numpy, torch) between
+  its epochs, so that its run is the same as when it runs alone; the caller's generator states
+  are restored at the end. All seeds' envs and buffers are in memory at once.
+* any other launcher (``"joblib"``, ``"ray"`` or an :class:`ExpLauncher` instance) runs the
+  seeds in parallel as a collection; their per-epoch returns are only known when all finished,
+  so pruning cannot stop them early (the scores are still reported, for the pruner's decisions
+  about later trials).
+
+A seed that stops before the last epoch (e.g. by a reward-threshold callback) keeps its last
+test return for the remaining epochs.
+"""
+
+import copy
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from tianshou.data import InfoStats
+from tianshou.evaluation.launcher import (
+    ExpLauncher,
+    RegisteredExpLauncher,
+    SequentialExpLauncher,
+    resolve_launcher,
+)
+from tianshou.highlevel.experiment import Experiment
+
+EpochCallback = Callable[[int, np.ndarray], None]
+"""Called with an epoch (from 1) and the seeds' test returns after it; may raise (e.g.
+``optuna.TrialPruned``) to stop the runs."""
+
+
+@dataclass(kw_only=True)
+class InfoStatsWithTestReturns(InfoStats):
+    """A run's final counters, plus its mean test return after each epoch.
+
+    :param test_returns: the mean return of the test episodes after each epoch.
+    """
+
+    test_returns: list[float] = field(default_factory=list)
+
+
+def _epoch_test_returns(experiment: Experiment) -> Iterator[tuple[float, InfoStats]]:
+    """Train ``experiment`` epoch by epoch; yield its mean test return and counters after each
+    epoch (the last return again after an epoch in which training stopped before testing)."""
+    world = experiment.create_experiment_world(raise_error_on_dirname_collision=False)
+    if world.trainer is None or world.test_collector is None:
+        raise ValueError(
+            f"experiment {experiment.name!r} has no test collector: a search needs test envs "
+            f"(num_test_envs >= 1) to score its runs"
+        )
+    last_return = float("nan")
+    for epoch_stats in world.trainer:
+        test = epoch_stats.test_collect_stat
+        if test is not None and test.returns_stat is not None:
+            last_return = float(test.returns_stat.mean)
+        yield last_return, epoch_stats.info_stat
+
+
+def run_recording_test_returns(experiment: Experiment) -> InfoStatsWithTestReturns:
+    """Train ``experiment`` and return its counters with its per-epoch test returns (an
+    experiment runner for the launchers; module-level, so that worker processes can load it).
+
+    :param experiment: the experiment (it does not watch the agent afterwards).
+    """
+    epochs = list(_epoch_test_returns(experiment))
+    if not epochs:
+        raise ValueError(f"experiment {experiment.name!r} trained no epoch (max_epochs=0?)")
+    returns = [test_return for test_return, _ in epochs]
+    info = epochs[-1][1]
+    return InfoStatsWithTestReturns(**vars(info), test_returns=returns)
+
+
+def _pad_to_matrix(runs: Sequence[Sequence[float]]) -> np.ndarray:
+    """Seeds x epochs; a shorter run's last value fills its remaining epochs."""
+    if any(len(r) == 0 for r in runs):
+        raise ValueError("a run trained no epoch (max_epochs=0?); a search needs epochs to score")
+    num_epochs = max(len(r) for r in runs)
+    return np.array([list(r) + [r[-1]] * (num_epochs - len(r)) for r in runs], dtype=float)
+
+
+_GeneratorStates = tuple[Any, Any, torch.Tensor]
+
+
+def _capture_generators() -> _GeneratorStates:
+    return random.getstate(), np.random.get_state(), torch.get_rng_state()
+
+
+def _restore_generators(states: _GeneratorStates) -> None:
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    torch.set_rng_state(states[2])
+
+
+class _LockstepRun:
+    """One seed's epochs, advanced one at a time with its own generator states."""
+
+    def __init__(self, experiment: Experiment) -> None:
+        self._epochs = _epoch_test_returns(experiment)
+        self._states: _GeneratorStates | None = None  # the run seeds itself when it starts
+        self.returns: list[float] = []
+        self.finished = False
+
+    def advance(self) -> None:
+        """Run the next epoch, if any."""
+        if self._states is not None:
+            _restore_generators(self._states)
+        try:
+            self.returns.append(next(self._epochs)[0])
+        except StopIteration:
+            self.finished = True
+        self._states = _capture_generators()
+
+
+class SeedRunner:
+    """Runs the seeded experiments of one configuration and returns their per-epoch test
+    returns (see the module docstring for how the launcher matters).
+
+    :param launcher: ``"sequential"`` (lockstep in this process, prunable after each epoch),
+        or a launcher running the seeds in parallel: a :class:`RegisteredExpLauncher`, its name
+        (``"joblib"``, ``"ray"``), or an :class:`ExpLauncher` (whose runner is replaced by one
+        that records the test returns).
+    """
+
+    def __init__(
+        self, launcher: ExpLauncher | RegisteredExpLauncher | str = RegisteredExpLauncher.SEQUENTIAL
+    ) -> None:
+        resolved = resolve_launcher(launcher)
+        self.reports_during_training = isinstance(resolved, SequentialExpLauncher)
+        """Whether the epoch callback runs while the seeds train (so pruning saves time)."""
+        self._launcher = copy.copy(resolved)
+        self._launcher.experiment_runner = run_recording_test_returns
+
+    def run(
+        self, experiments: Sequence[Experiment], on_epoch: EpochCallback | None = None
+    ) -> np.ndarray:
+        """Run ``experiments`` (one per seed) and return their test returns, seeds x epochs.
+
+        :param experiments: the experiments, e.g. of
+            :meth:`~tianshou.highlevel.hpo.experiment_template.ExperimentTemplate.seeded_experiments`.
+        :param on_epoch: called after each epoch with the seeds' returns after it: during
+            training in lockstep mode, else after all seeds finished.
+        """
+        if not experiments:
+            raise ValueError("no experiments to run")
+        if self.reports_during_training:
+            return self._run_in_lockstep(experiments, on_epoch)
+        results = self._launcher.launch(experiments)
+        returns = _pad_to_matrix([r.test_returns for r in results])  # type: ignore[union-attr]
+        if on_epoch is not None:
+            for epoch in range(returns.shape[1]):
+                on_epoch(epoch + 1, returns[:, epoch])
+        return returns
+
+    @staticmethod
+    def _run_in_lockstep(
+        experiments: Sequence[Experiment], on_epoch: EpochCallback | None
+    ) -> np.ndarray:
+        callers_states = _capture_generators()
+        try:
+            runs = [_LockstepRun(e) for e in experiments]
+            epoch = 0
+            while True:
+                for run in runs:
+                    run.advance()
+                if all(run.finished for run in runs):
+                    break
+                epoch += 1
+                returns = _pad_to_matrix([run.returns for run in runs])
+                if on_epoch is not None:
+                    on_epoch(epoch, returns[:, -1])
+            return _pad_to_matrix([run.returns for run in runs])
+        finally:
+            _restore_generators(callers_states)
