@@ -224,3 +224,22 @@ def write_report(out: Path, reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
         plot_learning_curves(task, by_algorithm, out / f"{task}.png", reps)
     plot_aggregate(results, out / "aggregate.png", reps)
     return summary
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m benchmark.campaign.report OUT``: rebuild the report of a campaign directory
+    from the runs finished so far, e.g. while its campaign is still running or after it was
+    stopped."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmark.campaign.report")
+    parser.add_argument("out", type=Path, help="the campaign directory (the runner's --out)")
+    args = parser.parse_args(argv)
+    if not (args.out / "runs").is_dir():
+        parser.error(f"{args.out} holds no runs/ directory: is it a campaign's --out?")
+    write_report(args.out)
+    print(f"report of {len(load_results(args.out))} finished runs: {args.out / TABLE_FILE}")
+
+
+if __name__ == "__main__":
+    main()

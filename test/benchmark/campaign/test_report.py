@@ -16,6 +16,7 @@ from benchmark.campaign.report import (
     load_results,
     write_report,
 )
+from benchmark.campaign.report import main as report_main
 from test.benchmark.campaign.fake_results import write_fake_failure, write_fake_result
 
 REPS = 500  # resamples per interval: enough for the checks here, fast
@@ -117,3 +118,18 @@ def test_incomplete_results_are_left_out(campaign: Path) -> None:
     broken.mkdir(parents=True)
     (broken / "result.json").write_text(json.dumps({"task": "Ant-v5"}))
     assert len(load_results(campaign)) == sum(len(finals) for finals in FINALS.values())
+
+
+def test_report_command_rebuilds_the_report_of_finished_runs(
+    campaign: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_main([str(campaign)])
+    assert "report of 13 finished runs" in capsys.readouterr().out
+    assert json.loads((campaign / SUMMARY_FILE).read_text())
+    assert "| Walker2d-v5 | ppo | 3 |" in (campaign / TABLE_FILE).read_text()
+
+
+def test_report_command_refuses_a_directory_without_runs(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        report_main([str(tmp_path)])
+    assert not (tmp_path / TABLE_FILE).exists()
