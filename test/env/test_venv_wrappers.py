@@ -2,12 +2,15 @@
 
 import pickle
 from functools import partial
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from test.env.toy_envs import CountEnv
 from tianshou.env import DummyVectorEnv, EnvStateError, VectorEnvNormObs, VectorEnvWrapper
+from tianshou.utils.statistics import RunningMeanStd
 
 
 def test_wrapper_forwards_everything() -> None:
@@ -74,3 +77,83 @@ def test_frozen_test_envs_use_training_statistics() -> None:
     np.testing.assert_allclose(obs, (raw_obs - rms.mean) / np.sqrt(rms.var + rms.eps))
     np.testing.assert_array_equal(test.get_obs_rms().mean, before[0])
     assert test.get_obs_rms().count == before[1]
+
+
+class DictObsEnv(gym.Env):
+    """Dict observations with a float entry, a uint8 image and a Discrete index, all growing
+    with the step count."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Dict(
+            {
+                "pos": gym.spaces.Box(-100.0, 100.0, (2,)),
+                "image": gym.spaces.Box(0, 255, (2, 2, 1), dtype=np.uint8),
+                "goal": gym.spaces.Discrete(10),
+            }
+        )
+        self.action_space = gym.spaces.Discrete(2)
+        self.count = 0
+
+    def _observe(self) -> dict[str, Any]:
+        return {
+            "pos": np.array([self.count, 3.0 * self.count], dtype=np.float32),
+            "image": np.full((2, 2, 1), 10 * self.count, dtype=np.uint8),
+            "goal": self.count % 10,
+        }
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.count = int(self.np_random.integers(3))
+        return self._observe(), {}
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool, dict]:
+        self.count += int(action) + 1
+        return self._observe(), 0.0, False, False, {}
+
+
+def test_norm_obs_normalises_dict_observations_per_float_key() -> None:
+    venv = VectorEnvNormObs(DummyVectorEnv([DictObsEnv] * 3))
+    raw = DummyVectorEnv([DictObsEnv] * 3)
+    seen, normed = [raw.reset(seed=0)[0]], [venv.reset(seed=0)[0]]
+    for action in [1, 0, 1]:
+        seen.append(raw.step(np.full(3, action))[0])
+        normed.append(venv.step(np.full(3, action))[0])
+    stats = venv.get_obs_rms()
+    assert isinstance(stats, dict) and list(stats) == ["pos"]  # integer entries keep no stats
+    positions = np.stack([o["pos"] for batch in seen for o in batch])
+    np.testing.assert_allclose(stats["pos"].mean, positions.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(stats["pos"].var, positions.var(axis=0), rtol=1e-5)
+    last_raw, last_normed = seen[-1], normed[-1]
+    for raw_obs, obs in zip(last_raw, last_normed, strict=True):
+        expected = (raw_obs["pos"] - stats["pos"].mean) / np.sqrt(stats["pos"].var + 1e-7)
+        np.testing.assert_allclose(obs["pos"], expected, rtol=1e-4)
+        assert obs["pos"].dtype == np.float32
+        np.testing.assert_array_equal(obs["image"], raw_obs["image"])
+        assert obs["goal"] == raw_obs["goal"]
+
+
+def test_frozen_dict_statistics_carry_over_to_test_envs() -> None:
+    train = VectorEnvNormObs(DummyVectorEnv([DictObsEnv] * 2))
+    train.reset(seed=0)
+    train.step(np.array([1, 1]))
+    test = VectorEnvNormObs(DummyVectorEnv([DictObsEnv] * 2), update_obs_rms=False)
+    test.set_obs_rms(pickle.loads(pickle.dumps(train.get_obs_rms())))
+    count = test.get_obs_rms()["pos"].count
+    obs, _ = test.reset(seed=0)
+    raw_obs, _ = DummyVectorEnv([DictObsEnv] * 2).reset(seed=0)
+    rms = train.get_obs_rms()["pos"]
+    expected = (raw_obs[0]["pos"] - rms.mean) / np.sqrt(rms.var + rms.eps)
+    np.testing.assert_allclose(obs[0]["pos"], expected, rtol=1e-5)
+    assert test.get_obs_rms()["pos"].count == count
+
+
+def test_norm_obs_rejects_statistics_of_the_other_kind() -> None:
+    flat = VectorEnvNormObs(DummyVectorEnv([CountEnv]))
+    flat.reset(seed=0)
+    venv = VectorEnvNormObs(DummyVectorEnv([DictObsEnv]))
+    venv.set_obs_rms(flat.get_obs_rms())
+    with pytest.raises(TypeError, match="dict observations"):
+        venv.reset(seed=0)
+    flat.set_obs_rms({"pos": RunningMeanStd()})
+    with pytest.raises(TypeError, match="per-key statistics"):
+        flat.reset(seed=0)

@@ -59,12 +59,7 @@ class Policy(nn.Module, ABC):
                 f"action_scaling=True needs a Box action space, got {type(action_space).__name__}"
             )
         super().__init__()
-        if isinstance(action_space, Discrete | MultiDiscrete | MultiBinary):
-            self._action_type = "discrete"
-        elif isinstance(action_space, Box):
-            self._action_type = "continuous"
-        else:
-            raise ValueError(f"unsupported action space {action_space!r}")
+        self._action_type = self._action_type_of(action_space)
         self.action_space = action_space
         self.observation_space = observation_space
         self.action_scaling = action_scaling
@@ -76,6 +71,21 @@ class Policy(nn.Module, ABC):
         Selects training-time behaviour such as exploration; set it with
         :func:`tianshou.utils.torch_utils.policy_within_training_step`.
         """
+
+    def _action_type_of(self, action_space: gym.Space) -> str:
+        """``"discrete"`` or ``"continuous"`` for a space this policy acts in; policies that
+        handle more spaces (e.g. ``Tuple`` actions) override it.
+
+        :raises ValueError: naming the policy and the space, for a space it cannot act in.
+        """
+        if isinstance(action_space, Discrete | MultiDiscrete | MultiBinary):
+            return "discrete"
+        if isinstance(action_space, Box):
+            return "continuous"
+        raise ValueError(
+            f"{type(self).__name__}: unsupported action space {action_space!r}; "
+            "docs/spaces.md lists which algorithm supports which space"
+        )
 
     @property
     def action_type(self) -> Literal["discrete", "continuous"]:

@@ -367,7 +367,12 @@ class CollectRun:
             spaces = [spaces[i] for i in env_ids.tolist()]
         mask = obs.get("mask") if isinstance(obs, Batch) else None
         if mask is None:
-            act_env = np.array([space.sample() for space in spaces])
+            samples = [space.sample() for space in spaces]
+            if isinstance(samples[0], tuple | dict):  # Tuple/Dict spaces: one object per env
+                act_env = np.empty(len(samples), dtype=object)
+                act_env[:] = samples
+            else:
+                act_env = np.array(samples)
         else:
             # imported here: the data layer does not load the algorithm layer at import time
             from tianshou.algorithm._masking import sample_legal_actions

@@ -234,6 +234,13 @@ class Environments(ToStringMixin, ABC):
 
 
 def _observation_shape(space: gym.Space) -> TObservationShape:
+    """The shape networks are built for: a masked observation's (``{"obs", "mask"}``) is its
+    ``obs`` entry's, which is all the networks read; any other ``Dict`` observation's is its
+    flattened size (the default network factories read it through a ``DictEncoder``)."""
+    if isinstance(space, gym.spaces.Dict):
+        if set(space.spaces) == {"obs", "mask"}:
+            return _observation_shape(space["obs"])
+        return int(gym.spaces.flatdim(space))
     if isinstance(space, gym.spaces.Discrete):
         return int(space.n)
     if space.shape is None:

@@ -18,6 +18,13 @@ from torch import nn
 from torch.distributions import Categorical, Distribution
 
 from tianshou.algorithm._masking import masked_categorical, policy_input
+from tianshou.algorithm._product_dist import (
+    ActionLayout,
+    ProductDistribution,
+    actor_output_dim,
+    is_structured_action_space,
+    product_dist_fn,
+)
 from tianshou.algorithm._training_stats import LossSequenceTrainingStats, SimpleLossTrainingStats
 from tianshou.algorithm._update_helpers import (
     action_tensor,
@@ -61,6 +68,13 @@ class ProbabilisticActorPolicy(Policy):
     log-probabilities, entropies and KL divergences are those of the renormalised distribution
     over the legal actions.
 
+    Structured action spaces (``MultiDiscrete``, ``MultiBinary``, ``Tuple``, ``Dict``) take
+    ``dist_fn=product_dist_fn(action_space)``: the actor outputs one flat vector of
+    ``actor_output_dim(action_space)`` parameters, the policy splits it into one distribution
+    per part (see :mod:`tianshou.algorithm._product_dist`) and stores each action as one flat
+    row; :meth:`map_action` turns rows into the tuples or dicts of ``Tuple``/``Dict`` spaces,
+    with ``Box`` parts clipped to their bounds.
+
     :param actor: a module called as ``actor(obs, state=..., info=...)`` that returns
         ``(dist_input, hidden_state)``; ``dist_input`` is whatever ``dist_fn`` accepts, e.g.
         class probabilities ``(B, n)`` or a ``(mu, sigma)`` tuple for continuous actions.
@@ -100,6 +114,16 @@ class ProbabilisticActorPolicy(Policy):
         self.deterministic_eval = deterministic_eval
         self._action_shape: tuple[int, ...] = tuple(action_space.shape or ())
         self._num_classes = action_space.n if isinstance(action_space, Discrete) else None
+        self._action_layout: ActionLayout | None = None
+        """How flat action rows map to the tuples/dicts of a ``Tuple``/``Dict`` action space."""
+        if isinstance(action_space, gym.spaces.Tuple | gym.spaces.Dict):
+            self._action_layout = ActionLayout(action_space)
+            self._action_shape = (self._action_layout.action_width,)
+
+    def _action_type_of(self, action_space: gym.Space) -> str:
+        if isinstance(action_space, gym.spaces.Tuple | gym.spaces.Dict):
+            return "discrete" if ActionLayout(action_space).is_discrete else "continuous"
+        return super()._action_type_of(action_space)
 
     def forward(self, batch: Batch, state: PolicyState = None, **kwargs: Any) -> Batch:
         """Sample actions (or take the mode, see ``deterministic_eval``) for ``batch.obs``.
@@ -122,10 +146,36 @@ class ProbabilisticActorPolicy(Policy):
             act = dist.mode
         else:
             act = dist.sample()
+        if self._action_layout is not None and not isinstance(dist, ProductDistribution):
+            raise ValueError(
+                f"the action space {self.action_space} needs a product distribution, but "
+                f"dist_fn built a {type(dist).__name__}; pass "
+                "dist_fn=product_dist_fn(action_space)"
+            )
         self._check_action_shape(act, dist, len(batch.obs))
         return Batch._from_parsed_dict(
             {"logits": dist_input, "act": act, "state": hidden, "dist": dist}
         )
+
+    def map_action(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
+        """Raw actions as the env takes them; for ``Tuple``/``Dict`` action spaces the flat
+        rows become tuples/dicts (an object array; a single tuple/dict for one unbatched row),
+        ``Box`` parts clipped to their bounds."""
+        mapped = super().map_action(act)
+        layout = self._action_layout
+        if layout is None or not isinstance(mapped, np.ndarray):
+            return mapped
+        if mapped.ndim == 1:  # one unbatched action (compute_action)
+            return layout.to_env_actions(mapped[None])[0]
+        return layout.to_env_actions(mapped)
+
+    def map_action_inverse(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
+        """Invert :meth:`map_action`: env actions (tuples/dicts of ``Tuple``/``Dict`` spaces)
+        back to flat rows."""
+        layout = self._action_layout
+        if layout is not None and not isinstance(act, Batch):
+            return layout.from_env_actions(act)
+        return super().map_action_inverse(act)
 
     def _check_action_shape(self, act: torch.Tensor, dist: Distribution, num_obs: int) -> None:
         """Fail early, naming the shapes, when the actor does not fit the action space."""
@@ -154,6 +204,9 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
         logits. Pass ``torch.distributions.Categorical`` for an actor that outputs
         probabilities, such as a ``DiscreteActor`` with its default ``softmax_output=True``
         (reading probabilities as logits flattens the distribution, so that pairing warns).
+        For ``MultiDiscrete``, ``MultiBinary`` and all-discrete ``Tuple``/``Dict`` spaces
+        the default becomes :func:`product_dist_fn`, which reads the actor's
+        ``actor_output_dim(action_space)`` logits as one categorical (or Bernoulli) per part.
     :param deterministic_eval: outside training steps, act with the most probable action.
     :param action_space: the environment's discrete action space.
     :param observation_space: the environment's observation space.
@@ -173,6 +226,21 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
                 f"DiscreteActorPolicy needs a discrete action space, got {action_space}; "
                 "use ProbabilisticActorPolicy for continuous actions"
             )
+        composite = isinstance(action_space, gym.spaces.Tuple | gym.spaces.Dict)
+        if composite and not ActionLayout(action_space).is_discrete:
+            raise ValueError(
+                f"DiscreteActorPolicy needs a discrete action space, got {action_space} "
+                "with a Box part; use ProbabilisticActorPolicy with "
+                "dist_fn=product_dist_fn(action_space) for hybrid actions"
+            )
+        if dist_fn is dist_fn_categorical_from_logits and is_structured_action_space(action_space):
+            if getattr(actor, "softmax_output", False):
+                raise ValueError(
+                    f"the action space {action_space} is read as one distribution per part "
+                    "from logits, but the actor outputs probabilities over all its outputs "
+                    "(softmax_output=True); build the actor with softmax_output=False"
+                )
+            dist_fn = product_dist_fn(action_space)
         if dist_fn is dist_fn_categorical_from_logits and getattr(actor, "softmax_output", False):
             warnings.warn(
                 "the actor outputs probabilities (softmax_output=True) but dist_fn reads logits; "
@@ -272,13 +340,17 @@ class Reinforce(OnPolicyAlgorithm[ProbabilisticActorPolicy]):
 
 
 __all__ = [
+    "ActionLayout",
     "DiscountedReturnComputation",
     "DiscreteActorPolicy",
     "LossSequenceTrainingStats",
     "ProbabilisticActorPolicy",
+    "ProductDistribution",
     "Reinforce",
     "SimpleLossTrainingStats",
     "TDistFnContinuous",
     "TDistFnDiscrOrCont",
     "TDistFnDiscrete",
+    "actor_output_dim",
+    "product_dist_fn",
 ]

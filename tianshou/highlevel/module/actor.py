@@ -2,7 +2,9 @@
 
 :class:`ActorFactoryDefault` picks the library's MLP actor that suits the env type: a Gaussian
 or deterministic actor (:mod:`tianshou.utils.net.continuous`) for continuous envs, a categorical
-one (:mod:`tianshou.utils.net.discrete`) for discrete envs.
+one (:mod:`tianshou.utils.net.discrete`) for discrete envs. Every factory's body reads dict
+observations through a :class:`~tianshou.utils.net.dict_encoder.DictEncoder` (see
+:mod:`tianshou.highlevel.module.observation_body`).
 """
 
 from abc import ABC, abstractmethod
@@ -18,11 +20,12 @@ from torch.distributions import Distribution
 from tianshou.highlevel.env import Environments, EnvType
 from tianshou.highlevel.module.core import ModuleFactory, TDevice, init_linear_orthogonal
 from tianshou.highlevel.module.intermediate import IntermediateModule, IntermediateModuleFactory
+from tianshou.highlevel.module.observation_body import create_observation_body
 from tianshou.highlevel.params.dist_fn import (
     DistributionFunctionFactoryCategorical,
     DistributionFunctionFactoryIndependentGaussians,
 )
-from tianshou.utils.net.common import ModuleType, ModuleWithVectorOutput, Net
+from tianshou.utils.net.common import ModuleType, ModuleWithVectorOutput
 from tianshou.utils.net.continuous import ContinuousActorDeterministic, ContinuousActorProbabilistic
 from tianshou.utils.net.discrete import DiscreteActor
 from tianshou.utils.string import ToStringMixin
@@ -91,14 +94,6 @@ class ActorFactory(ModuleFactory, ToStringMixin, ABC):
                         layer.weight.mul_(0.01)
 
 
-def _body(envs: Environments, hidden_sizes: Sequence[int], activation: ModuleType) -> Net:
-    return Net(
-        state_shape=envs.get_observation_shape(),
-        hidden_sizes=hidden_sizes,
-        activation=activation,
-    )
-
-
 class ActorFactoryContinuous(ActorFactory, ABC):
     """An actor factory for continuous envs (a type bound for builders)."""
 
@@ -118,7 +113,7 @@ class ActorFactoryContinuousDeterministicNet(ActorFactoryContinuous):
     def create_module(self, envs: Environments, device: TDevice) -> ContinuousActorDeterministic:
         envs.get_type().assert_continuous(self)
         return ContinuousActorDeterministic(
-            preprocess_net=_body(envs, self.hidden_sizes, self.activation),
+            preprocess_net=create_observation_body(envs, self.hidden_sizes, self.activation),
             action_shape=envs.get_action_shape(),
         ).to(device)
 
@@ -154,7 +149,7 @@ class ActorFactoryContinuousGaussianNet(ActorFactoryContinuous):
     def create_module(self, envs: Environments, device: TDevice) -> ContinuousActorProbabilistic:
         envs.get_type().assert_continuous(self)
         actor = ContinuousActorProbabilistic(
-            preprocess_net=_body(envs, self.hidden_sizes, self.activation),
+            preprocess_net=create_observation_body(envs, self.hidden_sizes, self.activation),
             action_shape=envs.get_action_shape(),
             unbounded=self.unbounded,
             conditioned_sigma=self.conditioned_sigma,
@@ -189,7 +184,7 @@ class ActorFactoryDiscreteNet(ActorFactory):
     def create_module(self, envs: Environments, device: TDevice) -> DiscreteActor:
         envs.get_type().assert_discrete(self)
         return DiscreteActor(
-            preprocess_net=_body(envs, self.hidden_sizes, self.activation),
+            preprocess_net=create_observation_body(envs, self.hidden_sizes, self.activation),
             action_shape=envs.get_action_shape(),
             softmax_output=self.softmax_output,
         ).to(device)

@@ -2,21 +2,30 @@
 
 A critic estimates ``V(s)`` (``use_action=False``), or ``Q(s, a)`` (``use_action=True``) for
 continuous envs; for discrete envs ``Q(s, .)`` is one output per action
-(``discrete_last_size_use_action_shape=True``).
+(``discrete_last_size_use_action_shape=True``). Dict observations are read through a
+:class:`~tianshou.utils.net.dict_encoder.DictEncoder` (``Q(s, a)``: a
+:class:`~tianshou.utils.net.dict_encoder.DictActionCritic`); critic ensembles need flat ones.
 """
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import partial
 
+import gymnasium as gym
 import numpy as np
 from torch import nn
 
 from tianshou.highlevel.env import Environments, EnvType
 from tianshou.highlevel.module.actor import ActorFuture
 from tianshou.highlevel.module.core import TDevice, init_linear_orthogonal
+from tianshou.highlevel.module.observation_body import (
+    create_observation_body,
+    network_observation_space,
+    reads_dict_observations,
+)
 from tianshou.utils.net.common import EnsembleLinear, ModuleType, ModuleWithVectorOutput, Net
 from tianshou.utils.net.continuous import ContinuousCritic
+from tianshou.utils.net.dict_encoder import DictActionCritic
 from tianshou.utils.net.discrete import DiscreteCritic
 from tianshou.utils.string import ToStringMixin
 
@@ -31,6 +40,24 @@ def _reject_discrete_action_input(factory: object, envs: Environments, use_actio
             f"{factory}: a critic for discrete envs takes observations only (use_action=False); "
             f"for one Q-value per action pass discrete_last_size_use_action_shape=True"
         )
+
+
+def _dict_observation_critic(
+    envs: Environments, hidden_sizes: Sequence[int], activation: ModuleType, use_action: bool
+) -> nn.Module:
+    """A critic of a continuous env with dict observations: ``Q(s, a)`` on the encoded entries
+    and the action, or a value head on a :class:`DictEncoder` body for ``V(s)``."""
+    if use_action:
+        space = network_observation_space(envs)
+        assert isinstance(space, gym.spaces.Dict)
+        return DictActionCritic(
+            observation_space=space,
+            action_shape=envs.get_action_shape(),
+            hidden_sizes=hidden_sizes,
+            activation=activation,
+        )
+    body = create_observation_body(envs, hidden_sizes, activation)
+    return DiscreteCritic(preprocess_net=body, last_size=1)
 
 
 class CriticFactory(ToStringMixin, ABC):
@@ -72,16 +99,20 @@ class CriticFactoryContinuousNet(CriticFactory):
         device: TDevice,
         use_action: bool,
         discrete_last_size_use_action_shape: bool = False,
-    ) -> ContinuousCritic:
+    ) -> nn.Module:
         envs.get_type().assert_continuous(self)
-        body = Net(
-            state_shape=envs.get_observation_shape(),
-            action_shape=envs.get_action_shape() if use_action else 0,
-            hidden_sizes=self.hidden_sizes,
-            concat=use_action,
-            activation=self.activation,
-        )
-        critic = ContinuousCritic(preprocess_net=body)
+        critic: nn.Module
+        if reads_dict_observations(envs):
+            critic = _dict_observation_critic(envs, self.hidden_sizes, self.activation, use_action)
+        else:
+            body = Net(
+                state_shape=envs.get_observation_shape(),
+                action_shape=envs.get_action_shape() if use_action else 0,
+                hidden_sizes=self.hidden_sizes,
+                concat=use_action,
+                activation=self.activation,
+            )
+            critic = ContinuousCritic(preprocess_net=body)
         init_linear_orthogonal(critic)
         return critic.to(device)
 
@@ -106,11 +137,7 @@ class CriticFactoryDiscreteNet(CriticFactory):
     ) -> DiscreteCritic:
         envs.get_type().assert_discrete(self)
         _reject_discrete_action_input(self, envs, use_action)
-        body = Net(
-            state_shape=envs.get_observation_shape(),
-            hidden_sizes=self.hidden_sizes,
-            activation=self.activation,
-        )
+        body = create_observation_body(envs, self.hidden_sizes, self.activation)
         critic = DiscreteCritic(
             preprocess_net=body,
             last_size=_discrete_last_size(envs, discrete_last_size_use_action_shape),
@@ -182,6 +209,10 @@ class CriticFactoryReuseActor(CriticFactory):
                 f"{self}: a critic sharing the actor's body estimates V(s) only; use "
                 f"use_action=False, or a separate critic (e.g. CriticFactoryDefault) for Q(s, a)"
             )
+        if reads_dict_observations(envs):
+            # ContinuousCritic turns observations into one tensor first; a value head on the
+            # (dict-reading) body is all V(s) needs
+            return DiscreteCritic(preprocess_net=body, last_size=1).to(device)
         return ContinuousCritic(preprocess_net=body, apply_preprocess_net_to_obs_only=True).to(
             device
         )
@@ -237,6 +268,12 @@ class CriticEnsembleFactoryContinuousNet(CriticEnsembleFactory, ToStringMixin):
         use_action: bool,
     ) -> ContinuousCritic:
         envs.get_type().assert_continuous(self)
+        if reads_dict_observations(envs):
+            raise ValueError(
+                f"{self}: critic ensembles read flat observations, but the env observes "
+                f"{envs.get_observation_space()}; flatten it (gymnasium.wrappers."
+                "FlattenObservation) or pass your own CriticEnsembleFactory"
+            )
         if ensemble_size < 1:
             raise ValueError(f"ensemble_size must be at least 1, got {ensemble_size}")
         linear_layer = partial(EnsembleLinear, ensemble_size)

@@ -60,7 +60,7 @@ def get_dict_state_decorator(
                     f"observation entry {key!r} has shape {tuple(part.shape)}, expected "
                     f"(batch, *{shape})"
                 )
-            parts.append(part.flatten(1))
+            parts.append(part.reshape(len(part), -1))  # scalar entries (B,) too
         return torch.cat(parts, dim=1)
 
     def decorator(module_class: type[TModule]) -> type[TModule]:
