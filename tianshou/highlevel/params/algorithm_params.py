@@ -297,8 +297,11 @@ class ParamsMixinTau:
 
 @dataclass(kw_only=True)
 class ParamsMixinNStepReturnHorizon:
-    """:param n_step_return_horizon: steps of observed rewards in the TD target before it
-    bootstraps."""
+    """The horizon of n-step return targets.
+
+    :param n_step_return_horizon: steps of observed rewards in the TD target before it
+        bootstraps.
+    """
 
     n_step_return_horizon: int = 1
 
@@ -312,8 +315,11 @@ class ParamsMixinDeterministicEval:
 
 @dataclass(kw_only=True)
 class ParamsMixinActionScaling(GetParamTransformersProtocol):
-    """:param action_scaling: map raw actions from [-1, 1] to the action space's bounds;
-    ``"default"``: for continuous actions only."""
+    """Whether the policy scales its raw actions to the action space.
+
+    :param action_scaling: map raw actions from [-1, 1] to the action space's bounds;
+        ``"default"``: for continuous actions only.
+    """
 
     action_scaling: bool | Literal["default"] = "default"
 
@@ -323,17 +329,23 @@ class ParamsMixinActionScaling(GetParamTransformersProtocol):
 
 @dataclass(kw_only=True)
 class ParamsMixinActionScalingAndBounding(ParamsMixinActionScaling):
-    """:param action_bound_method: how raw actions are brought into [-1, 1]: ``"clip"``,
-    ``"tanh"`` or None (not at all)."""
+    """Action scaling, plus how raw actions are bounded before it.
+
+    :param action_bound_method: how raw actions are brought into [-1, 1]: ``"clip"``,
+        ``"tanh"`` or None (not at all).
+    """
 
     action_bound_method: Literal["clip", "tanh"] | None = "clip"
 
 
 @dataclass(kw_only=True)
 class ParamsMixinExplorationNoise(GetParamTransformersProtocol):
-    """:param exploration_noise: noise added to actions during training collection: a
-    :class:`~tianshou.exploration.BaseNoise`, a :class:`NoiseFactory`, ``"default"`` (the
-    policy's own default, ``GaussianNoise(sigma=0.1)`` on its raw output) or None."""
+    """The exploration noise of off-policy continuous-control algorithms.
+
+    :param exploration_noise: noise added to actions during training collection: a
+        :class:`~tianshou.exploration.BaseNoise`, a :class:`NoiseFactory`, ``"default"`` (the
+        policy's own default, ``GaussianNoise(sigma=0.1)`` on its raw output) or None.
+    """
 
     exploration_noise: BaseNoise | Literal["default"] | NoiseFactory | None = None
 
@@ -438,8 +450,11 @@ class ParamsMixinActorAndDualCritics(GetParamTransformersProtocol):
 
 @dataclass(kw_only=True)
 class ParamsMixinAlpha(GetParamTransformersProtocol):
-    """:param alpha: the entropy coefficient: a float (fixed) or an :class:`AutoAlphaFactory`
-    (learned, e.g. ``AutoAlphaFactoryDefault(lr=3e-4)``)."""
+    """The entropy coefficient of the maximum-entropy algorithms (SAC, discrete SAC, REDQ).
+
+    :param alpha: the entropy coefficient: a float (fixed) or an :class:`AutoAlphaFactory`
+        (learned, e.g. ``AutoAlphaFactoryDefault(lr=3e-4)``).
+    """
 
     alpha: float | AutoAlphaFactory = 0.2
 
