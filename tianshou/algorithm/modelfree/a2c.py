@@ -102,6 +102,15 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
                 chunks.append(self._critic_values(chunk, len(chunk)))
         return torch.cat(chunks)
 
+    def _state_values(
+        self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The critic's values of ``batch.obs`` and ``batch.obs_next``, flat, without gradient.
+
+        Recurrent algorithms override it to run the critic over sequences from stored states.
+        """
+        return self._values(batch.obs), self._values(batch.obs_next)
+
     def _critic_values(self, obs: object, num_obs: int) -> torch.Tensor:
         """The critic's values for ``obs`` flattened to ``(B,)``, checking there is one each.
 
@@ -129,9 +138,9 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
         self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray
     ) -> Batch:
         """Set ``v_s`` (old values), ``returns`` and ``adv`` (GAE) on ``batch`` as tensors."""
-        v_s_tensor = self._values(batch.obs)
+        v_s_tensor, v_next_tensor = self._state_values(batch, buffer, indices)
         v_s = v_s_tensor.cpu().numpy().astype(np.float64)
-        v_s_ = self._values(batch.obs_next).cpu().numpy().astype(np.float64)
+        v_s_ = v_next_tensor.cpu().numpy().astype(np.float64)
         if self.return_scaling:
             # the critic predicts scaled values; undo the scaling (without the mean, as is
             # customary for value normalisation) before bootstrapping

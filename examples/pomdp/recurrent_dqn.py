@@ -1,0 +1,88 @@
+"""Recurrent DQN in the manner of R2D2 on CartPole with the velocities hidden.
+
+Stored hidden states, replayed sequences with a burn-in, n-step double-Q targets.
+
+    python examples/pomdp/recurrent_dqn.py --seed 0 --burn-in 4 --train-len 16
+"""
+
+import argparse
+from collections.abc import Sequence
+
+from pomdp_envs import cartpole_without_velocities  # the script's own directory is on sys.path
+from pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
+
+from tianshou.algorithm.modelfree.recurrent_dqn import RecurrentDQN, RecurrentQLearningPolicy
+from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.data import Collector, VectorReplayBuffer
+from tianshou.trainer import OffPolicyTrainerParams
+from tianshou.utils.net.recurrent import RecurrentQNet
+
+
+def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = base_parser(__doc__, epoch=20, epoch_num_steps=2000)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--buffer-size", type=int, default=20000)
+    parser.add_argument("--batch-size", type=int, default=32, help="sequences per update")
+    parser.add_argument("--burn-in", type=int, default=4)
+    parser.add_argument("--train-len", type=int, default=16)
+    parser.add_argument("--n-step", type=int, default=3)
+    parser.add_argument("--target-update-freq", type=int, default=100)
+    parser.add_argument("--eps-train", type=float, default=0.5)
+    parser.add_argument("--eps-train-final", type=float, default=0.05)
+    parser.add_argument("--eps-decay-steps", type=int, default=10000)
+    parser.add_argument("--collection-step-num-env-steps", type=int, default=16)
+    parser.add_argument("--update-per-step", type=float, default=0.25)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> float:
+    args = get_args(argv)
+    training_envs, test_envs = seeded_envs(args, cartpole_without_velocities)
+    env = cartpole_without_velocities()
+    model = RecurrentQNet(
+        env.observation_space.shape[0], int(env.action_space.n), args.hidden_size, cell=args.cell
+    )
+    policy = RecurrentQLearningPolicy(
+        model=model, action_space=env.action_space, eps_training=args.eps_train
+    )
+    algorithm = RecurrentDQN(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=args.lr),
+        n_step_return_horizon=args.n_step,
+        target_update_freq=args.target_update_freq,
+        burn_in=args.burn_in,
+        train_len=args.train_len,
+    ).to(args.device)
+
+    def decay_eps(epoch: int, env_step: int) -> None:
+        progress = min(1.0, env_step / args.eps_decay_steps)
+        policy.set_eps_training(args.eps_train + (args.eps_train_final - args.eps_train) * progress)
+
+    training_collector = Collector(
+        algorithm,
+        training_envs,
+        VectorReplayBuffer(args.buffer_size, args.num_train_envs),
+        exploration_noise=True,
+    )
+    training_collector.reset()
+    algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=training_collector,
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=args.epoch,
+            epoch_num_steps=args.epoch_num_steps,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            test_step_num_episodes=args.num_test_envs,
+            batch_size=args.batch_size,
+            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            training_fn=decay_eps,
+            stop_fn=lambda mean_return: mean_return >= 195.0,
+            logger=experiment_logger(args, "CartPoleNoVelocity", f"recurrent_dqn_{args.cell}"),
+            show_progress=False,
+        )
+    )
+    return report_final_test(algorithm, cartpole_without_velocities, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Recurrent PPO (LSTM or GRU actor and critic) on CartPole with the velocities hidden.
+
+A feed-forward PPO sees only the cart position and the pole angle and cannot balance the pole;
+the recurrent policy infers the velocities from the history and solves the task (195).
+
+    python examples/pomdp/recurrent_ppo.py --seed 0 --cell gru
+"""
+
+import argparse
+from collections.abc import Sequence
+
+import torch
+from pomdp_envs import cartpole_without_velocities  # the script's own directory is on sys.path
+from pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
+from torch.distributions import Categorical
+
+from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolicy, RecurrentPPO
+from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.data import Collector, VectorReplayBuffer
+from tianshou.trainer import OnPolicyTrainerParams
+from tianshou.utils.net.recurrent import RecurrentDiscreteActor, RecurrentValueNet
+
+
+def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = base_parser(__doc__, epoch=30, epoch_num_steps=1024)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--chunk-len", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--update-step-num-repetitions", type=int, default=4)
+    return parser.parse_args(argv)
+
+
+def logits_categorical(logits: torch.Tensor) -> Categorical:
+    """The actor outputs logits (one value per action and step)."""
+    return Categorical(logits=logits)
+
+
+def main(argv: Sequence[str] | None = None) -> float:
+    args = get_args(argv)
+    training_envs, test_envs = seeded_envs(args, cartpole_without_velocities)
+    env = cartpole_without_velocities()
+    obs_dim, action_num = env.observation_space.shape[0], int(env.action_space.n)
+    policy = RecurrentActorCriticPolicy(
+        actor=RecurrentDiscreteActor(obs_dim, action_num, args.hidden_size, cell=args.cell),
+        critic=RecurrentValueNet(obs_dim, args.hidden_size, cell=args.cell),
+        dist_fn=logits_categorical,
+        action_space=env.action_space,
+        deterministic_eval=True,
+    )
+    algorithm = RecurrentPPO(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=args.lr),
+        chunk_len=args.chunk_len,
+        ent_coef=0.0,
+        max_grad_norm=0.5,
+    ).to(args.device)
+    steps = args.epoch_num_steps
+    algorithm.run_training(
+        OnPolicyTrainerParams(
+            training_collector=Collector(
+                algorithm,
+                training_envs,
+                VectorReplayBuffer(steps + args.num_train_envs, args.num_train_envs),
+            ),
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=args.epoch,
+            epoch_num_steps=steps,
+            collection_step_num_env_steps=steps,
+            update_step_num_repetitions=args.update_step_num_repetitions,
+            batch_size=args.batch_size,
+            test_step_num_episodes=args.num_test_envs,
+            stop_fn=lambda mean_return: mean_return >= 195.0,
+            logger=experiment_logger(args, "CartPoleNoVelocity", f"recurrent_ppo_{args.cell}"),
+            show_progress=False,
+        )
+    )
+    return report_final_test(algorithm, cartpole_without_velocities, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Recurrent SAC (stored states, burn-in) on Pendulum with the angular velocity hidden.
+
+The agent sees ``cos(theta)`` and ``sin(theta)`` only; the recurrent actor and critics infer the
+angular velocity from the history.
+
+    python examples/pomdp/recurrent_sac.py --seed 0
+"""
+
+import argparse
+from collections.abc import Sequence
+
+from pomdp_envs import pendulum_without_velocity  # the script's own directory is on sys.path
+from pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
+
+from tianshou.algorithm.modelfree.recurrent_sac import RecurrentSAC, RecurrentSACPolicy
+from tianshou.algorithm.modelfree.sac import AutoAlpha
+from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.data import Collector, VectorReplayBuffer
+from tianshou.trainer import OffPolicyTrainerParams
+from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic
+
+
+def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = base_parser(__doc__, epoch=30, epoch_num_steps=1000)
+    parser.set_defaults(num_train_envs=4)
+    parser.add_argument("--actor-lr", type=float, default=1e-3)
+    parser.add_argument("--critic-lr", type=float, default=1e-3)
+    parser.add_argument("--alpha-lr", type=float, default=3e-4)
+    parser.add_argument("--gamma", type=float, default=0.95)
+    parser.add_argument("--tau", type=float, default=0.005)
+    parser.add_argument("--buffer-size", type=int, default=20000)
+    parser.add_argument("--batch-size", type=int, default=32, help="sequences per update")
+    parser.add_argument("--burn-in", type=int, default=8)
+    parser.add_argument("--train-len", type=int, default=16)
+    parser.add_argument("--collection-step-num-env-steps", type=int, default=8)
+    parser.add_argument("--update-per-step", type=float, default=1.0)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> float:
+    args = get_args(argv)
+    training_envs, test_envs = seeded_envs(args, pendulum_without_velocity)
+    env = pendulum_without_velocity()
+    obs_dim, action_dim = env.observation_space.shape[0], env.action_space.shape[0]
+
+    def critic() -> RecurrentQCritic:
+        return RecurrentQCritic(obs_dim, action_dim, args.hidden_size, cell=args.cell)
+
+    policy = RecurrentSACPolicy(
+        actor=RecurrentGaussianActor(
+            obs_dim, action_dim, args.hidden_size, cell=args.cell, conditioned_sigma=True
+        ),
+        critic=critic(),
+        critic2=critic(),
+        action_space=env.action_space,
+    )
+    algorithm = RecurrentSAC(
+        policy=policy,
+        policy_optim=AdamOptimizerFactory(lr=args.actor_lr),
+        critic_optim=AdamOptimizerFactory(lr=args.critic_lr),
+        tau=args.tau,
+        gamma=args.gamma,
+        alpha=AutoAlpha(-float(action_dim), 0.0, AdamOptimizerFactory(lr=args.alpha_lr)),
+        burn_in=args.burn_in,
+        train_len=args.train_len,
+    ).to(args.device)
+    training_collector = Collector(
+        algorithm, training_envs, VectorReplayBuffer(args.buffer_size, args.num_train_envs)
+    )
+    training_collector.reset()
+    algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=training_collector,
+            test_collector=Collector(algorithm, test_envs),
+            max_epochs=args.epoch,
+            epoch_num_steps=args.epoch_num_steps,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            test_step_num_episodes=args.num_test_envs,
+            batch_size=args.batch_size,
+            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            stop_fn=lambda mean_return: mean_return >= -300.0,
+            logger=experiment_logger(args, "PendulumNoVelocity", f"recurrent_sac_{args.cell}"),
+            show_progress=False,
+        )
+    )
+    return report_final_test(algorithm, pendulum_without_velocity, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Cutting chronological transitions into padded sequence chunks, for recurrent training.
+
+A recurrent network is trained on *sequences*: each chunk is a run of consecutive steps of one
+episode, at most ``chunk_len`` long, and it starts from the hidden state stored when its first
+step was collected. Chunks never cross an episode boundary, so the state is reset there exactly
+as it was during collection. Chunks shorter than ``chunk_len`` are padded; the ``valid`` mask
+says which entries are real, and every loss averages over the valid entries only.
+
+>>> starts = np.array([True, False, False, True, False])  # two episodes: rows 0-2 and 3-4
+>>> rows, valid = chunk_rows(starts, chunk_len=2)
+>>> rows.tolist(), valid.tolist()
+([[0, 1], [2, 2], [3, 4]], [[True, True], [True, False], [True, True]])
+"""
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from tianshou.data.batch import Batch
+from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.buffer.prio import PrioritizedReplayBuffer
+from tianshou.data.buffer.sequence import gather_sequences, sequence_rows
+
+
+def segment_starts(buffer: ReplayBuffer, indices: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """Which rows of a chronologically ordered sample begin a new run of consecutive steps.
+
+    A row begins a run if it is the first, if the row before it ended an episode, or if it does
+    not follow the row before it in the buffer (another env's sub-buffer, or a gap).
+
+    :param buffer: the buffer the rows were sampled from (for its ``next`` links).
+    :param indices: the rows' buffer indices, in chronological order per env.
+    :param done: whether each row ended its episode (terminated or truncated).
+    """
+    indices = np.asarray(indices)
+    if len(indices) == 0:
+        return np.zeros(0, dtype=bool)
+    starts = np.ones(len(indices), dtype=bool)
+    follows = buffer.next(indices[:-1]) == indices[1:]
+    starts[1:] = np.asarray(done[:-1], dtype=bool) | ~follows
+    return starts
+
+
+def chunk_rows(starts: np.ndarray, chunk_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cut runs (marked by ``starts``) into chunks of at most ``chunk_len`` steps.
+
+    :return: ``(rows, valid)``, both ``(num_chunks, chunk_len)``: ``rows`` are row numbers into
+        the sample (padding repeats the chunk's last row, so gathering is always in range),
+        ``valid`` marks the real entries.
+    """
+    if chunk_len < 1:
+        raise ValueError(f"chunk_len must be a positive int, got {chunk_len}")
+    starts = np.asarray(starts, dtype=bool)
+    num = len(starts)
+    if num == 0:
+        return np.zeros((0, chunk_len), dtype=np.int64), np.zeros((0, chunk_len), dtype=bool)
+    if not starts[0]:
+        raise ValueError("the first row must start a run")
+    run_id = np.cumsum(starts) - 1
+    run_first = np.flatnonzero(starts)
+    position = np.arange(num) - run_first[run_id]
+    offset = position % chunk_len
+    chunk_id = np.cumsum(offset == 0) - 1
+    rows = np.full((chunk_id[-1] + 1, chunk_len), -1, dtype=np.int64)
+    rows[chunk_id, offset] = np.arange(num)
+    valid = rows >= 0
+    last_valid = np.maximum.accumulate(rows, axis=1)
+    return np.where(valid, rows, last_valid), valid
+
+
+def run_ends(starts: np.ndarray) -> np.ndarray:
+    """Which rows end their run: the row before every start, and the last row."""
+    ends = np.zeros(len(starts), dtype=bool)
+    if len(starts):
+        ends[:-1] = starts[1:]
+        ends[-1] = True
+    return ends
+
+
+def state_rows(stored: Any, rows: Any, device: torch.device | None) -> Any:
+    """The stored recurrent states of ``rows`` as (nested) dicts of float tensors.
+
+    :param stored: a state as the buffer keeps it: a Batch (or dict) of arrays or tensors with
+        one leading row per transition, possibly nested (``{"actor": {"hidden": ...}}``).
+    :param rows: any numpy index of the rows (an index array, or ``np.s_[:, 0]`` for the first
+        step of every sequence).
+    """
+    if isinstance(stored, Batch | dict):
+        return {key: state_rows(value, rows, device) for key, value in stored.items()}
+    return torch.as_tensor(stored[rows], device=device, dtype=torch.float32)
+
+
+def masked_mean(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """The mean of ``values`` over the entries ``valid`` marks (padding excluded; 0 if none)."""
+    weights = valid.to(values.dtype)
+    return (values * weights).sum() / weights.sum().clamp_min(1.0)
+
+
+def replay_sequences(
+    buffer: ReplayBuffer,
+    starts: np.ndarray,
+    seq_len: int,
+    act_dtype: torch.dtype,
+    device: torch.device | None,
+) -> Batch:
+    """The sequences of ``seq_len`` steps from ``starts`` as tensors, for a recurrent update.
+
+    :return: a Batch with leading shape ``(B, seq_len)``: ``obs``, ``obs_next``, ``act``, ``rew``,
+        ``terminated``, ``done`` (terminated or truncated) and ``valid`` (False for padding after
+        an episode's end), and ``state``, the stored ``policy.state_in`` of every first step.
+    :raises TypeError: for a prioritized buffer (its weights would be ignored).
+    :raises ValueError: if the buffer holds no stored states.
+    """
+    if isinstance(buffer, PrioritizedReplayBuffer):
+        raise TypeError(
+            "recurrent updates sample sequences uniformly; use a non-prioritized buffer"
+        )
+    rows, valid = sequence_rows(buffer, starts, seq_len)
+    steps = gather_sequences(buffer, rows)
+    if "state_in" not in steps.get("policy", Batch()):
+        raise ValueError(
+            "the buffer has no stored recurrent states (policy.state_in); collect with the "
+            "recurrent policy (not with random actions)"
+        )
+    done = np.logical_or(steps.terminated, steps.truncated)
+
+    def tensor(value: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+        return torch.as_tensor(value, device=device, dtype=dtype)
+
+    return Batch._from_parsed_dict(
+        {
+            "obs": tensor(steps.obs, torch.float32),
+            "obs_next": tensor(steps.obs_next, torch.float32),
+            "act": tensor(steps.act, act_dtype),
+            "rew": tensor(steps.rew, torch.float32),
+            "terminated": tensor(steps.terminated, torch.bool),
+            "done": tensor(done, torch.bool),
+            "valid": tensor(valid),
+            "state": state_rows(steps.policy.state_in, np.s_[:, 0], device),
+        }
+    )

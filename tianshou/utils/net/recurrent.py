@@ -1,0 +1,337 @@
+"""Recurrent actor and critic networks that run over whole sequences, for recurrent training.
+
+Every network here is called as ``net(obs, state=None, info=None)``. ``obs`` is either one step,
+``(B, obs_dim)`` (acting: the state carries the history), or a sequence, ``(B, T, obs_dim)``
+(training on stored sequence chunks); the output has the same leading dimensions, so a sequence
+gives one output per time step, not only the last one. The state is a dict of batch-first
+tensors of shape ``(B, layer_num, hidden_size)``: ``{"hidden": h}`` for a GRU and
+``{"hidden": h, "cell": c}`` for an LSTM, so a replay buffer can store it per transition. A
+missing state (None) is the zero state, the state at the start of an episode.
+
+>>> actor = RecurrentDiscreteActor(obs_dim=2, action_num=3, hidden_size=8, cell="gru")
+>>> logits, state = actor(np.zeros((4, 2)))
+>>> logits.shape, state["hidden"].shape
+(torch.Size([4, 3]), torch.Size([4, 1, 8]))
+>>> logits, _ = actor(np.zeros((4, 5, 2)), state)
+>>> logits.shape
+torch.Size([4, 5, 3])
+"""
+
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import torch
+from torch import nn
+
+from tianshou.utils.net.layers import InputDeviceMixin
+
+RecurrentCell: TypeAlias = Literal["lstm", "gru"]
+RecurrentState: TypeAlias = dict[str, torch.Tensor]
+
+RECURRENT_CELLS: tuple[str, ...] = ("lstm", "gru")
+
+
+class SequenceEncoder(InputDeviceMixin, nn.Module):
+    """A linear embedding followed by an LSTM or GRU: the shared body of the networks here.
+
+    :param obs_dim: width of one observation.
+    :param hidden_size: width of the embedding and of the recurrent state.
+    :param layer_num: number of stacked recurrent layers.
+    :param cell: ``"lstm"`` or ``"gru"``.
+    """
+
+    def __init__(
+        self, obs_dim: int, hidden_size: int = 64, layer_num: int = 1, cell: RecurrentCell = "lstm"
+    ) -> None:
+        if cell not in RECURRENT_CELLS:
+            raise ValueError(f"cell must be one of {RECURRENT_CELLS}, got {cell!r}")
+        if obs_dim < 1 or hidden_size < 1 or layer_num < 1:
+            raise ValueError(
+                "obs_dim, hidden_size and layer_num must be positive, got "
+                f"{obs_dim}, {hidden_size}, {layer_num}"
+            )
+        super().__init__()
+        self.obs_dim = obs_dim
+        self.hidden_size = hidden_size
+        self.layer_num = layer_num
+        self.cell = cell
+        self.embedding = nn.Sequential(nn.Linear(obs_dim, hidden_size), nn.ReLU())
+        rnn_type = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn_type(hidden_size, hidden_size, num_layers=layer_num, batch_first=True)
+        self._refresh_input_device()
+
+    def initial_state(self, batch_size: int) -> RecurrentState:
+        """The zero state of ``batch_size`` sequences (the state at an episode start)."""
+        shape = (batch_size, self.layer_num, self.hidden_size)
+        zeros = torch.zeros(shape, device=self._input_device)
+        if self.cell == "lstm":
+            return {"hidden": zeros, "cell": zeros.clone()}
+        return {"hidden": zeros}
+
+    def _step(
+        self, embedded: torch.Tensor, state: RecurrentState
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """One time step through the layers with torch's cell kernels (the acting path).
+
+        For a single step the cell functions cost about half of a full ``nn.LSTM``/``nn.GRU``
+        call, which matters in collection, where the policy runs once per env step; they use the
+        same weights, so the result equals a sequence pass's first step.
+        """
+        rnn = self.rnn
+        layer_input = embedded
+        hiddens, cells = [], []
+        for layer in range(self.layer_num):
+            weights = (
+                getattr(rnn, f"weight_ih_l{layer}"),
+                getattr(rnn, f"weight_hh_l{layer}"),
+                getattr(rnn, f"bias_ih_l{layer}"),
+                getattr(rnn, f"bias_hh_l{layer}"),
+            )
+            hidden = state["hidden"][:, layer]
+            if self.cell == "lstm":
+                hidden, cell = torch.lstm_cell(
+                    layer_input, (hidden, state["cell"][:, layer]), *weights
+                )
+                cells.append(cell)
+            else:
+                hidden = torch.gru_cell(layer_input, hidden, *weights)
+            hiddens.append(hidden)
+            layer_input = hidden
+        next_state = {"hidden": torch.stack(hiddens, dim=1).detach()}
+        if cells:
+            next_state["cell"] = torch.stack(cells, dim=1).detach()
+        return layer_input, next_state
+
+    def forward(
+        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
+    ) -> tuple[torch.Tensor, RecurrentState, bool]:
+        """Encode ``obs`` from ``state``.
+
+        :return: ``(features (B, T, hidden_size), next state (detached), whether obs was one
+            step)``; the caller drops the time axis again for one-step input.
+        """
+        obs = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
+        if obs.dim() not in (2, 3) or obs.shape[-1] != self.obs_dim:
+            raise ValueError(
+                f"expected obs of shape (batch, {self.obs_dim}) or (batch, seq_len, "
+                f"{self.obs_dim}), got {tuple(obs.shape)}"
+            )
+        single_step = obs.dim() == 2
+        if single_step:
+            obs = obs.unsqueeze(1)
+        if state is None:
+            state = self.initial_state(obs.shape[0])
+        _check_state(state["hidden"], obs.shape[0])
+        embedded = self.embedding(obs)
+        if single_step:
+            out, next_state = self._step(embedded[:, 0], state)
+            return out.unsqueeze(1), next_state, single_step
+        hidden = state["hidden"].transpose(0, 1).contiguous()
+        self.rnn.flatten_parameters()
+        if self.cell == "lstm":
+            cell = state["cell"].transpose(0, 1).contiguous()
+            out, (hidden, cell) = self.rnn(embedded, (hidden, cell))
+            next_state = {"hidden": _batch_major(hidden), "cell": _batch_major(cell)}
+        else:
+            out, hidden = self.rnn(embedded, hidden)
+            next_state = {"hidden": _batch_major(hidden)}
+        return out, next_state, single_step
+
+
+def _check_state(tensor: torch.Tensor, batch_size: int) -> None:
+    if tensor.dim() != 3 or tensor.shape[0] != batch_size:
+        raise ValueError(
+            f"a recurrent state must have shape (batch={batch_size}, layer_num, hidden_size), "
+            f"got {tuple(tensor.shape)}"
+        )
+
+
+def _batch_major(tensor: torch.Tensor) -> torch.Tensor:
+    """A ``(layers, B, H)`` state of torch's RNNs as the stored ``(B, layers, H)``, detached."""
+    return tensor.transpose(0, 1).detach()
+
+
+def _drop_time_axis(output: torch.Tensor, single_step: bool) -> torch.Tensor:
+    return output.squeeze(1) if single_step else output
+
+
+class _RecurrentHead(nn.Module):
+    """A :class:`SequenceEncoder` with a linear head applied at every time step."""
+
+    def __init__(
+        self, obs_dim: int, output_dim: int, hidden_size: int, layer_num: int, cell: RecurrentCell
+    ) -> None:
+        super().__init__()
+        self.encoder = SequenceEncoder(obs_dim, hidden_size, layer_num, cell)
+        self.head: nn.Module = nn.Linear(hidden_size, output_dim)
+
+    def initial_state(self, batch_size: int) -> RecurrentState:
+        return self.encoder.initial_state(batch_size)
+
+    def _encode(
+        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        features, next_state, single_step = self.encoder(obs, state)
+        return _drop_time_axis(self.head(features), single_step), next_state
+
+
+class RecurrentDiscreteActor(_RecurrentHead):
+    """Action logits from the history of observations (use ``Categorical(logits=...)``).
+
+    :param obs_dim: width of one observation.
+    :param action_num: number of discrete actions.
+    :param hidden_size: width of the embedding and the recurrent state.
+    :param layer_num: number of stacked recurrent layers.
+    :param cell: ``"lstm"`` or ``"gru"``.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_num: int,
+        hidden_size: int = 64,
+        layer_num: int = 1,
+        cell: RecurrentCell = "lstm",
+    ) -> None:
+        super().__init__(obs_dim, action_num, hidden_size, layer_num, cell)
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        state: RecurrentState | None = None,
+        info: Any = None,
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """``(logits (B, [T,] action_num), next state)``."""
+        return self._encode(obs, state)
+
+
+class RecurrentQNet(RecurrentDiscreteActor):
+    """Q-values of every discrete action from the history of observations.
+
+    The same network as :class:`RecurrentDiscreteActor`; its output is read as Q-values.
+    """
+
+
+class RecurrentValueNet(_RecurrentHead):
+    """State values ``V(history)``, one per time step: ``(B,)`` or ``(B, T)``.
+
+    :param obs_dim: width of one observation.
+    :param hidden_size: width of the embedding and the recurrent state.
+    :param layer_num: number of stacked recurrent layers.
+    :param cell: ``"lstm"`` or ``"gru"``.
+    """
+
+    def __init__(
+        self, obs_dim: int, hidden_size: int = 64, layer_num: int = 1, cell: RecurrentCell = "lstm"
+    ) -> None:
+        super().__init__(obs_dim, 1, hidden_size, layer_num, cell)
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        state: RecurrentState | None = None,
+        info: Any = None,
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """``(values (B,) or (B, T), next state)``."""
+        values, next_state = self._encode(obs, state)
+        return values.squeeze(-1), next_state
+
+
+class RecurrentGaussianActor(_RecurrentHead):
+    """A diagonal Gaussian over continuous actions from the history of observations.
+
+    Returns ``((mu, sigma), state)`` as the published probabilistic actors do, so
+    ``lambda loc_scale: Independent(Normal(*loc_scale), 1)`` builds the distribution.
+
+    :param obs_dim: width of one observation.
+    :param action_dim: width of the action.
+    :param hidden_size: width of the embedding and the recurrent state.
+    :param layer_num: number of stacked recurrent layers.
+    :param cell: ``"lstm"`` or ``"gru"``.
+    :param conditioned_sigma: compute the log standard deviation from the features (as SAC
+        needs); otherwise it is one free parameter per action dimension (as PPO uses).
+    """
+
+    LOG_SIGMA_MIN = -20.0
+    LOG_SIGMA_MAX = 2.0
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden_size: int = 64,
+        layer_num: int = 1,
+        cell: RecurrentCell = "lstm",
+        conditioned_sigma: bool = False,
+    ) -> None:
+        output_dim = 2 * action_dim if conditioned_sigma else action_dim
+        super().__init__(obs_dim, output_dim, hidden_size, layer_num, cell)
+        self.action_dim = action_dim
+        self.conditioned_sigma = conditioned_sigma
+        # a free log standard deviation per action dimension unless the head computes it
+        self.log_sigma = None if conditioned_sigma else nn.Parameter(torch.zeros(action_dim))
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        state: RecurrentState | None = None,
+        info: Any = None,
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor], RecurrentState]:
+        """``((mu, sigma) each (B, [T,] action_dim), next state)``."""
+        output, next_state = self._encode(obs, state)
+        if self.log_sigma is None:
+            mu, log_sigma = output.split(self.action_dim, dim=-1)
+        else:
+            mu, log_sigma = output, self.log_sigma.expand_as(output)
+        sigma = log_sigma.clamp(self.LOG_SIGMA_MIN, self.LOG_SIGMA_MAX).exp()
+        return (mu, sigma), next_state
+
+
+class RecurrentQCritic(_RecurrentHead):
+    """``Q(history, a)`` for continuous actions, one value per time step: ``(B,)`` or ``(B, T)``.
+
+    The action enters the head next to the recurrent features, so the recurrent state depends on
+    observations only and one pass over a sequence serves every action evaluated on it.
+
+    :param obs_dim: width of one observation.
+    :param action_dim: width of the action.
+    :param hidden_size: width of the embedding and the recurrent state.
+    :param layer_num: number of stacked recurrent layers.
+    :param cell: ``"lstm"`` or ``"gru"``.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden_size: int = 64,
+        layer_num: int = 1,
+        cell: RecurrentCell = "lstm",
+    ) -> None:
+        super().__init__(obs_dim, 1, hidden_size, layer_num, cell)
+        self.action_dim = action_dim
+        self.head = nn.Sequential(
+            nn.Linear(hidden_size + action_dim, hidden_size), nn.ReLU(), nn.Linear(hidden_size, 1)
+        )
+
+    def features(
+        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """The recurrent features ``(B, [T,] hidden_size)`` of ``obs``, to pair with actions."""
+        features, next_state, single_step = self.encoder(obs, state)
+        return _drop_time_axis(features, single_step), next_state
+
+    def value(self, features: torch.Tensor, act: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Q-values of ``act`` given features from :meth:`features` (same leading shape)."""
+        act = torch.as_tensor(act, device=features.device, dtype=torch.float32)
+        return self.head(torch.cat([features, act], dim=-1)).squeeze(-1)
+
+    def forward(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        act: np.ndarray | torch.Tensor,
+        state: RecurrentState | None = None,
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """``(Q(obs history, act), next state)``."""
+        features, next_state = self.features(obs, state)
+        return self.value(features, act), next_state
