@@ -40,23 +40,32 @@ def search_and_report(
     top_k: int,
     reevaluation_seeds: int,
 ) -> SearchResult:
-    """Run the search, print its tables and where its files went."""
-    logging.getLogger("tianshou").setLevel(logging.WARNING)  # the tables are the output
-    result = run_search(
-        template,
-        space,
-        study_name=study_name,
-        n_trials=n_trials,
-        num_seeds=seeds,
-        storage=storage,
-        n_jobs=n_jobs,
-        timeout=timeout,
-        pruner=create_pruner(pruner),
-        launcher=launcher,
-        top_k=top_k,
-        num_reevaluation_seeds=reevaluation_seeds,
-        out_dir=out,
-    )
+    """Run the search, print its tables and where its files went.
+
+    The library's progress messages are silenced while the search runs (the tables are the
+    output); the ``tianshou`` logger's level is restored afterwards.
+    """
+    library_logger = logging.getLogger("tianshou")
+    level = library_logger.level
+    library_logger.setLevel(logging.WARNING)
+    try:
+        result = run_search(
+            template,
+            space,
+            study_name=study_name,
+            n_trials=n_trials,
+            num_seeds=seeds,
+            storage=storage,
+            n_jobs=n_jobs,
+            timeout=timeout,
+            pruner=create_pruner(pruner),
+            launcher=launcher,
+            top_k=top_k,
+            num_reevaluation_seeds=reevaluation_seeds,
+            out_dir=out,
+        )
+    finally:
+        library_logger.setLevel(level)
     print(result.format())
     print("\nWritten:\n  " + "\n  ".join(result.files))
     return result

@@ -2,6 +2,7 @@
 into a ``*_hl.py`` script's command line (``--config-file`` of ``examples/hl_cli.py``)."""
 
 import json
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -66,6 +67,8 @@ def test_sac_pendulum_search_runs_its_conditional_space(tmp_path: Path) -> None:
     )
     values = result.best.hyperparameters  # type: ignore[attr-defined]
     assert ("alpha_lr" in values) == values["auto_alpha"]
+    # the search silences the library's messages only while it runs
+    assert logging.getLogger("tianshou").level == logging.NOTSET
     assert json.loads((out / "study.json").read_text())["best"]["chosen_by"] == "search"
 
 
