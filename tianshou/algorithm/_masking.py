@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.distributions import Categorical, Distribution
 
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 Mask: TypeAlias = np.ndarray | torch.Tensor
 """A legal-action mask ``(B, ..., n_actions)``: true (or non-zero) where the action is legal."""
@@ -178,7 +178,7 @@ def unmask_dead_ends(obs: Any) -> Any:
         if not dead_np.any():
             return obs
         opened = legal | dead_np
-    return Batch._from_parsed_dict({**obs.__dict__, "mask": opened})
+    return batch_of_parsed_values({**obs.__dict__, "mask": opened})
 
 
 def sample_legal_actions(spaces: Sequence[gym.Space], mask: Mask, info: Any = None) -> np.ndarray:

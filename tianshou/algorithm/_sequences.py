@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
 from tianshou.data.buffer.sequence import gather_sequences, sequence_rows
@@ -128,7 +128,7 @@ def replay_sequences(
     def tensor(value: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.as_tensor(value, device=device, dtype=dtype)
 
-    return Batch._from_parsed_dict(
+    return batch_of_parsed_values(
         {
             "obs": tensor(steps.obs, torch.float32),
             "obs_next": tensor(steps.obs_next, torch.float32),

@@ -15,7 +15,7 @@ import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 # Keys an on-policy update reads from a sample; everything else (obs_next, rew, flags, ...) is
 # dropped before minibatching so that indexing a minibatch touches as little data as possible.
@@ -69,7 +69,7 @@ def training_view(batch: Batch) -> Batch:
     if len(batch) == 0:
         raise ValueError("cannot update on an empty batch; collect some transitions first")
     data = batch.__dict__
-    return Batch._from_parsed_dict({key: data[key] for key in _UPDATE_KEYS if key in data})
+    return batch_of_parsed_values({key: data[key] for key in _UPDATE_KEYS if key in data})
 
 
 def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Iterable[Batch]:

@@ -45,7 +45,7 @@ from tianshou.data._rollout import (
     take_rows,
     zero_rows,
 )
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.manager import PrioritizedReplayBufferManager, ReplayBufferManager
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
@@ -395,7 +395,7 @@ class CollectRun:
         return actions
 
     def _policy_action(self, obs: Any, info: Any, state: Any) -> StepActions:
-        obs_batch = Batch._from_parsed_dict({"obs": obs, "info": info_to_batch(info)})
+        obs_batch = batch_of_parsed_values({"obs": obs, "info": info_to_batch(info)})
         result = self.policy(obs_batch, state)
         act: Any = result.act
         act = act.detach().cpu().numpy() if isinstance(act, torch.Tensor) else to_numpy(act)
@@ -405,7 +405,7 @@ class CollectRun:
         entry = _policy_entry(result.get("policy"))
         state = result.get("state")
         if state is not None:
-            entry = Batch() if entry is None else Batch._from_parsed_dict(dict(entry.__dict__))
+            entry = Batch() if entry is None else batch_of_parsed_values(dict(entry.__dict__))
             entry.hidden_state = state
         return StepActions(act, act_env, entry, state, result.get("dist"))
 
@@ -444,7 +444,7 @@ class CollectRun:
         if dist is None and self.default_step_stats:
             self.stats.n_collected_steps += n
         else:
-            self.stats.update_at_step_batch(Batch._from_parsed_dict({"act": act, "dist": dist}))
+            self.stats.update_at_step_batch(batch_of_parsed_values({"act": act, "dist": dist}))
 
     def store_with_hook(
         self,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 _NUMERIC_KINDS = frozenset("biufc")
 
@@ -51,7 +51,7 @@ def dicts_to_batch(rows: Sequence[dict] | np.ndarray) -> Batch:
             data[key] = column
     except (KeyError, ValueError):  # differing keys, or ragged values
         return Batch(rows)
-    return Batch._from_parsed_dict(data)
+    return batch_of_parsed_values(data)
 
 
 def info_to_batch(info: Any) -> Batch:
@@ -120,7 +120,7 @@ def replace_rows(value: Any, index: np.ndarray, new: Any) -> Any:
     """A copy of ``value`` whose rows ``index`` are ``new`` (arrays, object arrays, Batches,
     dicts of arrays, tensors); ``value`` itself is left untouched."""
     if isinstance(value, Batch):
-        out = Batch._from_parsed_dict(dict(value.__dict__))
+        out = batch_of_parsed_values(dict(value.__dict__))
         for key, sub in value.__dict__.items():
             out.__dict__[key] = replace_rows(sub, index, new[key])
         return out
@@ -189,7 +189,7 @@ def rollout_batch(
     policy: Batch,
 ) -> Batch:
     """The transitions of one or more steps as the buffer stores them (``done`` derived)."""
-    return Batch._from_parsed_dict(
+    return batch_of_parsed_values(
         {
             "obs": obs,
             "act": act,

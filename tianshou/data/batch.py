@@ -721,3 +721,15 @@ __all__ = [
     "get_len_of_dist",
     "get_sliced_dist",
 ]
+
+
+def batch_of_parsed_values(data: dict[str, Any]) -> Batch:
+    """Wrap values that are already what a :class:`Batch` stores, skipping every check.
+
+    The package's hot paths (indexing, stacking, the replay buffers, the collect loop and the
+    algorithms' per-update batches) build many Batches from values they produced themselves;
+    parsing those again would cost more than the work around it. Every value must already be a
+    numeric or object ndarray, a tensor, a Batch or None, and every key a str: nothing is
+    converted or validated. Users build Batches with ``Batch(...)``.
+    """
+    return Batch._from_parsed_dict(data)

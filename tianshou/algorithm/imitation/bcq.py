@@ -38,7 +38,7 @@ from tianshou.algorithm.algorithm_base import (
 )
 from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.utils.net.continuous import VAE
 from tianshou.utils.torch_utils import torch_device
 
@@ -133,7 +133,7 @@ class BCQPolicy(Policy):
             act_NA, obs_NO = self.perturbed_candidates(obs_BO, num, self.actor_perturbation)
             best_B = self.critic(obs_NO, act_NA).reshape(-1, num).argmax(dim=1)
             act_BA = act_NA.reshape(len(obs_BO), num, -1)[torch.arange(len(obs_BO)), best_B]
-        return Batch._from_parsed_dict({"act": act_BA, "state": state})
+        return batch_of_parsed_values({"act": act_BA, "state": state})
 
     def perturbed_candidates(
         self, obs_BO: torch.Tensor, num: int, perturbation: nn.Module

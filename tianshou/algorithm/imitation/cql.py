@@ -43,7 +43,7 @@ from tianshou.algorithm.modelfree.sac import (
 )
 from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import AdamOptimizerFactory, OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.utils.torch_utils import torch_device
 
@@ -238,7 +238,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
     def _actor_and_alpha_step(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """SAC's actor step (``alpha * log pi - min Q``, through frozen critics) and the entropy
         coefficient's step; returns both (unsynchronised) losses."""
-        result = self.policy(Batch._from_parsed_dict({"obs": obs, "info": Batch()}))
+        result = self.policy(batch_of_parsed_values({"obs": obs, "info": Batch()}))
         with frozen(self._critic_only_params):
             q1 = self.critic(obs, result.act).flatten()
             q2 = self.critic2(obs, result.act).flatten()
@@ -264,7 +264,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         size = len(obs_next)
         next_rep = obs_next.repeat_interleave(self.num_repeat_actions, dim=0)
         sampled = self.policy(
-            Batch._from_parsed_dict(
+            batch_of_parsed_values(
                 {"obs": torch.cat([obs_next, obs_rep, next_rep]), "info": Batch()}
             )
         )

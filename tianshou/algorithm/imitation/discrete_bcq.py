@@ -31,7 +31,7 @@ from tianshou.algorithm.modelfree.dqn import (
     q_network_input,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
 
 float_info = torch.finfo(torch.float32)
@@ -124,7 +124,7 @@ class DiscreteBCQPolicy(DiscreteQLearningPolicy):
         q_raw, q_values, hidden = self.evaluate(batch, state, model)
         imitation_logits = self.imitation_logits(batch, state)
         act = self.constrained_argmax(q_values, imitation_logits, action_mask(batch.obs))
-        return Batch._from_parsed_dict(
+        return batch_of_parsed_values(
             {
                 "logits": q_raw,
                 "q_value": q_raw,
@@ -231,7 +231,7 @@ class DiscreteBCQ(  # type: ignore[misc]
 
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """The target network's value of the online batch-constrained greedy next action."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         _, q_values, _ = self.policy.evaluate(obs_batch)
         imitation_logits = self.policy.imitation_logits(obs_batch)
         act = self.policy.constrained_argmax(q_values, imitation_logits, action_mask(obs_next))

@@ -43,7 +43,7 @@ from tianshou.algorithm.algorithm_base import (
 from tianshou.algorithm.imitation.discrete_cql import cql_regulariser
 from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 
 PolicyImprovementMode = Literal["exp", "binary", "all"]
@@ -155,7 +155,7 @@ class DiscreteCRR(OfflineAlgorithm[DiscreteActorPolicy], LaggedNetworkFullUpdate
     def _dist(self, actor: nn.Module, obs: np.ndarray | torch.Tensor | Batch) -> Categorical:
         """The action distribution of ``actor`` (the policy's or its target copy) at ``obs``,
         restricted to the legal actions when ``obs`` carries a mask."""
-        actor_obs, mask = policy_input(Batch._from_parsed_dict({"obs": obs}))
+        actor_obs, mask = policy_input(batch_of_parsed_values({"obs": obs}))
         dist = self.policy.dist_fn(actor(actor_obs)[0])
         if not isinstance(dist, Categorical):
             raise TypeError(

@@ -28,7 +28,7 @@ from tianshou.algorithm.algorithm_base import (
     TrainingStats,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 
 @dataclass(kw_only=True)
@@ -96,7 +96,7 @@ class ImitationPolicy(Policy):
             act = mask_q_values(logits, mask).argmax(dim=-1)
         else:
             act = logits
-        return Batch._from_parsed_dict({"logits": logits, "act": act, "state": hidden})
+        return batch_of_parsed_values({"logits": logits, "act": act, "state": hidden})
 
 
 class ImitationLearningAlgorithmMixin:

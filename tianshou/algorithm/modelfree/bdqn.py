@@ -35,7 +35,7 @@ from tianshou.algorithm.modelfree.dqn import (
     q_network_input,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
 
 
@@ -115,7 +115,7 @@ class BDQNPolicy(DiscreteQLearningPolicy):
         """
         q_BNA, legal_q_BNA, hidden = self.evaluate(batch, state, model)
         act_BN = legal_q_BNA.argmax(dim=-1)
-        return Batch._from_parsed_dict({"logits": q_BNA, "act": to_numpy(act_BN), "state": hidden})
+        return batch_of_parsed_values({"logits": q_BNA, "act": to_numpy(act_BN), "state": hidden})
 
     def evaluate(
         self, batch: Batch, state: PolicyState = None, model: nn.Module | None = None
@@ -211,7 +211,7 @@ class BDQN(QLearningOffPolicyAlgorithm[BDQNPolicy]):
 
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """The mean over branches of each branch's bootstrap value, shape ``(B,)``."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         _, q_online_BNA, _ = self.policy.evaluate(obs_batch)
         if self.model_old is None:
             q_target_BNA = q_online_BNA

@@ -21,7 +21,7 @@ from tianshou.algorithm.modelfree.dqn import (
     batch_rows,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 
 
@@ -164,7 +164,7 @@ class C51(QLearningOffPolicyAlgorithm[TC51Policy], Generic[TC51Policy]):
 
     def _next_dist(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Distribution ``(B, num_atoms)`` of the online model's greedy next action."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         probs, q_values, _ = self.policy.evaluate(obs_batch)
         if self.model_old is not None:
             probs = self.policy._model_output(obs_batch, model=self.model_old)[0]

@@ -27,7 +27,7 @@ from tianshou.algorithm.algorithm_base import (
     TrainingStats,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.exploration.random import BaseNoise, GaussianNoise
 
@@ -142,7 +142,7 @@ class ContinuousDeterministicPolicy(ContinuousPolicyWithExplorationNoise):
         :return: a Batch with ``act`` and ``state``.
         """
         act, hidden = (model or self.actor)(batch.obs, state=state, info=batch.get("info"))
-        return Batch._from_parsed_dict({"act": act, "state": hidden})
+        return batch_of_parsed_values({"act": act, "state": hidden})
 
 
 TPolicy = TypeVar("TPolicy", bound=Policy)
@@ -200,7 +200,7 @@ class ActorCriticOffPolicyAlgorithm(
             # with one step the bootstrap rows are the sampled rows: reuse their obs_next
             same_rows = target_indices is indices or np.array_equal(target_indices, indices)
             obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
-            obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+            obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
             with torch.no_grad():
                 act_batch = self._target_q_compute_action(obs_batch)
                 return self._target_q_compute_value(obs_batch, act_batch)

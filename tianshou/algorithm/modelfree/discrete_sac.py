@@ -33,7 +33,7 @@ from tianshou.algorithm.algorithm_base import Policy, PolicyState
 from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 
 @dataclass(kw_only=True)
@@ -99,9 +99,7 @@ class DiscreteSACPolicy(Policy):
             act = dist.logits.argmax(dim=-1)
         else:
             act = dist.sample()
-        return Batch._from_parsed_dict(
-            {"logits": logits, "act": act, "state": hidden, "dist": dist}
-        )
+        return batch_of_parsed_values({"logits": logits, "act": act, "state": hidden, "dist": dist})
 
     def _logits(
         self, batch: Batch, state: PolicyState
@@ -191,10 +189,10 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         """The policy's ``log_probs`` at the next observations (the soft value is an exact
         expectation over the actions, so none is sampled); a next observation without legal
         actions (the game is over) counts all actions legal, as its value is discarded."""
-        next_batch = Batch._from_parsed_dict(
+        next_batch = batch_of_parsed_values(
             {"obs": unmask_dead_ends(obs_batch.obs), "info": obs_batch.get("info")}
         )
-        return Batch._from_parsed_dict({"log_probs": self.policy._log_probs(next_batch)})
+        return batch_of_parsed_values({"log_probs": self.policy._log_probs(next_batch)})
 
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """The soft value ``sum_a pi(a|s') * (min_i Q_i'(s', a) - alpha * log pi(a|s'))``."""

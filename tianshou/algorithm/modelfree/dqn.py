@@ -32,7 +32,7 @@ from tianshou.algorithm.algorithm_base import (
     PolicyState,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.utils.converter import to_numpy
 
@@ -111,7 +111,7 @@ class DiscreteQLearningPolicy(Policy):
         """
         logits, q_values, hidden = self.evaluate(batch, state, model)
         act = q_values.argmax(dim=1)
-        return Batch._from_parsed_dict({"logits": logits, "act": to_numpy(act), "state": hidden})
+        return batch_of_parsed_values({"logits": logits, "act": to_numpy(act), "state": hidden})
 
     def compute_q_value(self, logits: torch.Tensor, mask: Mask | None) -> torch.Tensor:
         """The Q-values ``(B, n_actions)`` to act on, from the model's raw output.
@@ -353,7 +353,7 @@ class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Value of the next action: the max Q-value, or (double) the target network's value
         of the online model's greedy action. Illegal actions (``mask``) are never selected."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         if self.model_old is None:
             values, q_values, _ = self.policy.evaluate(obs_batch)
         else:

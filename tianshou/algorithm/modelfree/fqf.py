@@ -25,7 +25,7 @@ from tianshou.algorithm.modelfree.qrdqn import (
     weighted_mean,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.discrete import FractionProposalNetwork, FullQuantileFunction
 
@@ -142,7 +142,7 @@ class FQFPolicy(QRDQNPolicy):
         widths = fractions.taus[:, 1:] - fractions.taus[:, :-1]
         expectation = (widths.unsqueeze(1) * logits).sum(2)
         q = DiscreteQLearningPolicy.compute_q_value(self, expectation, mask)
-        return Batch._from_parsed_dict(
+        return batch_of_parsed_values(
             {
                 "logits": logits,
                 "act": to_numpy(q.argmax(dim=1)),
@@ -206,7 +206,7 @@ class FQF(QRDQN[FQFPolicy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Target quantiles ``(B, N)`` at the greedy next action, at the fractions the online
         networks propose for the next observation."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         online = self._propose_without_inner_quantiles(obs_batch)
         if self.model_old is None:
             next_quantiles = online.logits

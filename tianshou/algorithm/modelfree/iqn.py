@@ -20,7 +20,7 @@ from tianshou.algorithm.modelfree.qrdqn import (
     quantiles_of_actions,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.discrete import ImplicitQuantileNetwork
 
@@ -87,7 +87,7 @@ class IQNPolicy(QRDQNPolicy):
         """
         logits, taus, hidden, mask = self._quantiles(batch, state, model)
         act = self.compute_q_value(logits, mask).argmax(dim=1)
-        return Batch._from_parsed_dict(
+        return batch_of_parsed_values(
             {"logits": logits, "act": to_numpy(act), "state": hidden, "taus": taus}
         )
 
@@ -146,7 +146,7 @@ class IQN(QRDQN[IQNPolicy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Target quantiles ``(B, target_sample_size)`` at the online policy's greedy next action,
         each network at its own freshly sampled fractions."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         online, _, _, mask = self.policy._quantiles(obs_batch)
         next_act = self.policy.compute_q_value(online, mask).argmax(dim=1)
         if self.model_old is None:

@@ -24,7 +24,7 @@ from tianshou.algorithm.modelfree.dqn import (
     batch_rows,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 
 def quantile_huber_loss(
@@ -143,7 +143,7 @@ class QRDQN(QLearningOffPolicyAlgorithm[TQRDQNPolicy], Generic[TQRDQNPolicy]):
 
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Target quantiles ``(B, M)`` at the online policy's greedy next action."""
-        obs_batch = Batch._from_parsed_dict({"obs": obs_next, "info": Batch()})
+        obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         next_quantiles, q_values, _ = self.policy.evaluate(obs_batch)
         if self.model_old is not None:
             next_quantiles = self.policy._model_output(obs_batch, model=self.model_old)[0]

@@ -29,7 +29,7 @@ from tianshou.algorithm.modelfree.a2c import A2C, A2CTrainingStats, summarize_lo
 from tianshou.algorithm.modelfree.ppo import PPO
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy, TDistFnDiscrOrCont
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.recurrent import RecurrentValueNet
@@ -108,7 +108,7 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
             result["policy"] = Batch(state_in=_numpy_state(states))
         else:
             result["state"] = {"actor": actor_next}
-        return Batch._from_parsed_dict(result)
+        return batch_of_parsed_values(result)
 
     def _states_or_zeros(self, state: PolicyState, batch_size: int) -> dict[str, Any]:
         """The actor's and critic's states, zero where the collector has none yet."""

@@ -27,7 +27,7 @@ from tianshou.algorithm.modelfree.sac import (
     correct_log_prob_gaussian_tanh,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic
@@ -111,7 +111,7 @@ class RecurrentSACPolicy(Policy):
             for name, critic in self._named_critics():
                 result["state"][name] = critic.features(obs, states[name])[1]
             result["policy"] = Batch(state_in=_numpy_state(states))
-        return Batch._from_parsed_dict(result)
+        return batch_of_parsed_values(result)
 
     def _named_critics(self) -> list[tuple[str, RecurrentQCritic]]:
         return [("critic", self.critic), ("critic2", self.critic2)]

@@ -39,7 +39,7 @@ from tianshou.algorithm.modelfree.sac import (
     correct_log_prob_gaussian_tanh,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.exploration.random import BaseNoise
 
 TargetMode = Literal["min", "mean"]
@@ -104,7 +104,7 @@ class REDQPolicy(ContinuousPolicyWithExplorationNoise):
             pre_tanh = dist.rsample()
         act = torch.tanh(pre_tanh)
         log_prob = correct_log_prob_gaussian_tanh(dist.log_prob(pre_tanh).unsqueeze(-1), act)
-        return Batch._from_parsed_dict(
+        return batch_of_parsed_values(
             {
                 "logits": torch.stack((mu, sigma)),
                 "act": act,

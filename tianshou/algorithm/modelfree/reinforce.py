@@ -40,7 +40,7 @@ from tianshou.algorithm.algorithm_base import (
     PolicyState,
 )
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.stats import SequenceSummaryStats
 from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
@@ -153,7 +153,7 @@ class ProbabilisticActorPolicy(Policy):
                 "dist_fn=product_dist_fn(action_space)"
             )
         self._check_action_shape(act, dist, len(batch.obs))
-        return Batch._from_parsed_dict(
+        return batch_of_parsed_values(
             {"logits": dist_input, "act": act, "state": hidden, "dist": dist}
         )
 

@@ -23,7 +23,7 @@ from tianshou.algorithm.algorithm_base import Algorithm, PolicyState, TrainingSt
 from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoise
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.exploration.random import BaseNoise
 
 _TANH_EPS = float(np.finfo(np.float32).eps)
@@ -122,7 +122,7 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
         gaussian_log_prob = neg_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
         log_prob = correct_log_prob_gaussian_tanh(gaussian_log_prob, act)
         dist = Independent(Normal(mu, sigma, validate_args=False), 1, validate_args=False)
-        return Batch._from_parsed_dict(
+        return batch_of_parsed_values(
             {
                 "logits": torch.stack((mu, sigma)),
                 "act": act,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 
 Path = tuple[Any, ...]
 EMPTY = "<empty Batch>"
@@ -383,7 +383,7 @@ def gather(node: Any, index: Any) -> Any:
         data = node.__dict__
         if not data:
             return Batch()
-        return Batch._from_parsed_dict({k: gather(v, index) for k, v in data.items()})
+        return batch_of_parsed_values({k: gather(v, index) for k, v in data.items()})
     if node is None:
         return None
     if isinstance(node, torch.Tensor) and isinstance(index, np.ndarray):
@@ -394,7 +394,7 @@ def gather(node: Any, index: Any) -> Any:
 def slice_view(node: Any, part: slice) -> Any:
     """Rows ``part`` of every leaf as views sharing memory with ``node`` (sub-buffer storage)."""
     if is_batch(node):
-        return Batch._from_parsed_dict({k: slice_view(v, part) for k, v in node.__dict__.items()})
+        return batch_of_parsed_values({k: slice_view(v, part) for k, v in node.__dict__.items()})
     if node is None:
         return None
     return node[part]

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from tianshou.data.batch import Batch, alloc_by_keys_diff, create_value
+from tianshou.data.batch import Batch, alloc_by_keys_diff, batch_of_parsed_values, create_value
 from tianshou.data.buffer import _kernels as K
 from tianshou.data.buffer._state import BufferFileError, BufferStateMixin, MalformedBufferError
 from tianshou.data.buffer._storage import (
@@ -315,7 +315,7 @@ class ReplayBuffer(BufferStateMixin):
                 )
         if ids is not None and len(ids):
             self._check_buffer_ids(ids)
-        batch = Batch._from_parsed_dict(dict(data))
+        batch = batch_of_parsed_values(dict(data))
         for key, dtype in (
             ("rew", float),
             ("terminated", bool),
@@ -596,7 +596,7 @@ class ReplayBuffer(BufferStateMixin):
         for key, value in meta.items():
             if key not in out:
                 out[key] = gather(value, index)
-        return Batch._from_parsed_dict(out)
+        return batch_of_parsed_values(out)
 
     def _obs_next_at(self, index: Any, stacked: Any = None) -> Any:
         """``self[index].obs_next`` without gathering any other key (e.g. the bootstrap

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tianshou.data.batch import Batch
+from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.types import IndexType
 
@@ -211,7 +211,7 @@ class HERReplayBuffer(RestoresOriginalsFirst):
                 + (f" with keys {list(obs.__dict__)}" if isinstance(obs, Batch) else ""),
             )
         obs_next = meta.obs_next if self._save_obs_next else None
-        original = Batch._from_parsed_dict(
+        original = batch_of_parsed_values(
             {
                 "obs_goal": obs.desired_goal[rows],
                 "obs_next_goal": None if obs_next is None else obs_next.desired_goal[rows],
