@@ -48,7 +48,7 @@ def main(
     actor_delay: int = 20,
     target_mode: Literal["min", "mean"] = "min",
     alpha: float = 0.2,
-    auto_alpha: bool = True,
+    auto_alpha: bool = False,
     alpha_lr: float = 3e-4,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train REDQ on ``task`` with ``num_experiments`` seeds; return the result of the

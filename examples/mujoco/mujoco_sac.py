@@ -36,12 +36,12 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def add_alpha_options(parser: argparse.ArgumentParser) -> None:
     """The options of the entropy coefficient (SAC's and REDQ's)."""
-    parser.add_argument("--alpha", type=float, default=0.2, help="fixed alpha (--no-auto-alpha)")
+    parser.add_argument("--alpha", type=float, default=0.2, help="fixed alpha (the default)")
     parser.add_argument(
         "--auto-alpha",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="tune alpha towards an entropy of -dim(A)",
+        default=False,
+        help="tune alpha towards an entropy of -dim(A) instead of keeping --alpha",
     )
     parser.add_argument("--alpha-lr", type=float, default=3e-4)
 

@@ -43,7 +43,7 @@ def main(
     num_training_envs: int = 1,
     num_test_envs: int = 10,
     alpha: float = 0.2,
-    auto_alpha: bool = True,
+    auto_alpha: bool = False,
     alpha_lr: float = 3e-4,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train SAC on ``task`` with ``num_experiments`` seeds; return the result of the

@@ -270,8 +270,8 @@ def test_script_defaults_are_the_benchmark_ones(algo: str) -> None:
     expected = {
         "ddpg": {"actor_lr": 1e-3, "exploration_noise": 0.1, "start_timesteps": 25_000},
         "td3": {"policy_noise": 0.2, "noise_clip": 0.5, "update_actor_freq": 2},
-        "sac": {"auto_alpha": True, "start_timesteps": 10_000},
-        "redq": {"ensemble_size": 10, "subset_size": 2, "actor_delay": 20, "auto_alpha": True},
+        "sac": {"auto_alpha": False, "alpha": 0.2, "start_timesteps": 10_000},
+        "redq": {"ensemble_size": 10, "subset_size": 2, "actor_delay": 20, "auto_alpha": False},
         "reinforce": {"lr": 1e-3, "num_train_envs": 16, "return_scaling": True, "lr_decay": True},
         "a2c": {"lr": 7e-4, "collection_step_num_env_steps": 80, "rmsprop_eps": 1e-5},
         "ppo": {"lr": 3e-4, "collection_step_num_env_steps": 2048, "eps_clip": 0.2},
