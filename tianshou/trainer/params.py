@@ -75,6 +75,12 @@ class TrainerParams:
     :param logger: where statistics go (None: nowhere).
     :param verbose: print a one-line summary after every test step.
     :param show_progress: show a progress bar for every epoch.
+    :param retain_freed_host_memory: when the run starts, raise glibc's malloc thresholds so
+        that the host memory each update frees is reused by the next instead of being returned
+        to the OS and faulted in again (see :mod:`tianshou.utils.host_memory`). This changes the
+        allocator of the whole process until it ends, which one INFO log record announces;
+        False leaves the allocator alone. The environment variable
+        ``TIANSHOU_KEEP_MALLOC_DEFAULTS=1`` turns it off for every run of the process.
     """
 
     max_epochs: int = 100
@@ -92,6 +98,7 @@ class TrainerParams:
     logger: BaseLogger | None = None
     verbose: bool = True
     show_progress: bool = True
+    retain_freed_host_memory: bool = True
 
     def __post_init__(self) -> None:
         _require(

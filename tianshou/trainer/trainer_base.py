@@ -164,11 +164,12 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         test step then replaces it only if it scores higher. With ``resume_from_log`` and no
         checkpoint in the logger, a warning says that nothing was resumed.
 
-        From here on the process keeps the host memory it frees for the next update instead of
-        faulting it in again (see :mod:`tianshou.utils.host_memory`, which also says how to opt
-        out).
+        Unless the params say ``retain_freed_host_memory=False``, from here on the process keeps
+        the host memory it frees for the next update instead of faulting it in again (see
+        :mod:`tianshou.utils.host_memory`).
         """
-        retain_freed_host_memory()
+        if self.params.retain_freed_host_memory:
+            retain_freed_host_memory()
         self._reset_counters()
         best_restored = self.params.resume_from_log and self._resume_from_log()
         TraceLogger.log(

@@ -10,11 +10,17 @@ updates suffer depends on where the heap happens to lie, so it also made the sam
 swing from one process to the next.
 
 :func:`retain_freed_host_memory` raises both thresholds, so that freed blocks stay in the
-process for the next update. The trainers call it when they start; benchmarks call it so that
-every side they compare runs with the same allocator.
+process for the next update. The trainers call it when they start, unless their params say
+``retain_freed_host_memory=False``; benchmarks call it so that every side they compare runs with
+the same allocator. glibc has no call that reads the thresholds back, so the change cannot be
+undone: it lasts until the process ends, and the first time it is applied it is announced in
+one INFO record of this module's logger, which says how to turn it off. The environment variable
+:data:`OPT_OUT_VARIABLE` turns it off for every run of a process (e.g. for scripts one cannot
+edit). ``docs/process.md`` lists this and every other process-wide effect of the library.
 """
 
 import ctypes
+import functools
 import logging
 import os
 import platform
@@ -42,10 +48,11 @@ def retain_freed_host_memory(
     """Keep up to ``trim_threshold`` bytes of freed heap memory in this process for reuse, and
     serve blocks below ``mmap_threshold`` bytes from that heap.
 
-    This is process-wide and lasts until the process ends. The price is a resident size that
-    does not shrink back by more than ``trim_threshold`` after a peak; blocks of
-    ``mmap_threshold`` bytes and more (e.g. a large replay buffer) are still returned to the OS
-    when freed.
+    This is process-wide and lasts until the process ends (glibc cannot report the previous
+    thresholds, so they cannot be restored); the first call that applies it says so in one INFO
+    log record. The price is a resident size that does not shrink back by more than
+    ``trim_threshold`` after a peak; blocks of ``mmap_threshold`` bytes and more (e.g. a large
+    replay buffer) are still returned to the OS when freed.
 
     Nothing is changed where the C library is not glibc, where the environment variable
     :data:`OPT_OUT_VARIABLE` is set to anything but ``0``, or where the user already chose
@@ -75,7 +82,9 @@ def retain_freed_host_memory(
     mallopt.restype = ctypes.c_int
     mmap_applied = bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold))
     applied = bool(mallopt(_M_TRIM_THRESHOLD, trim_threshold)) and mmap_applied
-    if not applied:
+    if applied:
+        _announce(trim_threshold, mmap_threshold)
+    else:
         log.warning(
             "glibc refused the allocator thresholds (trim %d, mmap %d bytes); freed memory is "
             "returned to the OS as by default",
@@ -83,6 +92,21 @@ def retain_freed_host_memory(
             mmap_threshold,
         )
     return applied
+
+
+@functools.cache
+def _announce(trim_threshold: int, mmap_threshold: int) -> None:
+    """Say once per process (and per pair of thresholds) that the allocator was changed: the
+    change outlives the run that made it, and a trainer makes it without being asked."""
+    log.info(
+        "tianshou changed glibc's malloc for the rest of this process: up to %.3g MiB of freed "
+        "heap memory stay in the process, and blocks under %.3g MiB come from that heap, so "
+        "that updates reuse freed memory instead of faulting it in again; to keep glibc's "
+        "defaults, pass retain_freed_host_memory=False in the trainer params or set %s=1",
+        trim_threshold / 2**20,
+        mmap_threshold / 2**20,
+        OPT_OUT_VARIABLE,
+    )
 
 
 def _user_chose_settings() -> bool:
