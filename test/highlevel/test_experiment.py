@@ -32,6 +32,7 @@ from tianshou.highlevel.experiment import (
     REDQExperimentBuilder,
     ReinforceExperimentBuilder,
     SACExperimentBuilder,
+    SeedResults,
     TD3ExperimentBuilder,
     TRPOExperimentBuilder,
 )
@@ -190,8 +191,11 @@ def test_build_and_run_collection_evaluates_all_seeds_with_rliable(tmp_path: Pat
         )
     )
     results = builder.with_name("dqn").build_and_run(num_experiments=2)
-    assert isinstance(results, list)
-    assert len(results) == 2
+    assert isinstance(results, SeedResults)
+    assert isinstance(results, list)  # as published for several experiments
+    assert not isinstance(results, ExperimentResult)
+    assert [r is not None and r.train_step for r in results] == [40, 40]
+    assert not hasattr(results, "world")
     experiment_dir = tmp_path / "dqn"
     plots = [name for name in os.listdir(experiment_dir) if name.endswith(".png")]
     assert plots, os.listdir(experiment_dir)
@@ -206,8 +210,11 @@ def test_build_and_run_runs_a_single_experiment_here_with_any_launcher(
     config = experiment_config(tmp_path, watch=False)
     builder = make_builder(DQNExperimentBuilder, "CartPole-v1", config).with_name("one")
     result = builder.build_and_run(num_experiments=1, launcher=launcher)
-    assert isinstance(result, ExperimentResult)  # a launcher would return training results
+    assert isinstance(result, ExperimentResult)  # as published for one experiment
+    assert isinstance(result, SeedResults)  # as for several: a list of training results
     assert result.trainer_result is not None
+    assert result == [result.trainer_result]
+    assert result.world.persist_directory == str(tmp_path / "one")  # ran here, not launched
     assert os.listdir(tmp_path) == ["one"]
 
 

@@ -1,10 +1,10 @@
-"""The fluent actor and critic settings that the per-algorithm experiment builders share.
+"""The fluent network settings that the per-algorithm experiment builders share.
 
 Each ``_BuilderMixin*`` class adds the ``with_actor_factory*`` or ``with_*critic*_factory*``
 methods that fit one kind of algorithm (Gaussian, deterministic or discrete-only actors; one,
-two or an ensemble of critics, optionally sharing the actor's body) and turns the choice into
-the module factories the algorithm factory is built with. They live in
-:mod:`tianshou.highlevel.experiment`'s namespace as well, where the builders use them.
+two or an ensemble of critics, optionally sharing the actor's body) and contributes the module
+factories chosen with them to :meth:`_BuilderMixinNetworkFactories._get_network_factories`,
+from which :mod:`tianshou.highlevel.experiment_builders` builds the algorithm factories.
 """
 
 from collections.abc import Sequence
@@ -19,6 +19,7 @@ from tianshou.highlevel.module.actor import (
     ActorFuture,
     ContinuousActorType,
 )
+from tianshou.highlevel.module.core import ModuleFactory
 from tianshou.highlevel.module.critic import (
     CriticEnsembleFactory,
     CriticEnsembleFactoryDefault,
@@ -28,19 +29,41 @@ from tianshou.highlevel.module.critic import (
 )
 from tianshou.utils.net.common import ModuleType
 
+NetworkFactory = ModuleFactory | CriticFactory | CriticEnsembleFactory
+"""A factory of one of the networks that an algorithm factory takes (actor, critic, ...)."""
 
-class _BuilderMixinActorFactory:
-    """Lets a builder set the actor factory; provides the future of the actor it builds.
 
-    :param continuous_actor_type: the actor the algorithm needs for continuous actions.
-    :param discrete_softmax: discrete actors output probabilities (else logits).
+class _BuilderMixinNetworkFactories:
+    """The root of the network mixins: collects the network factories of a builder.
+
+    Each mixin's :meth:`_get_network_factories` puts its own factories before those of the
+    mixins after it in the method resolution order, so a builder whose bases list the actor
+    mixin before the critic mixin yields ``(actor, critic)``: the order in which the algorithm
+    factories take them, after the parameters and the training config.
     """
 
-    def __init__(
-        self, continuous_actor_type: ContinuousActorType, discrete_softmax: bool = True
-    ) -> None:
-        self._continuous_actor_type = continuous_actor_type
-        self._discrete_softmax = discrete_softmax
+    def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
+        """The factories of the algorithm's networks, in the algorithm factory's order."""
+        return ()
+
+
+class _BuilderMixinActorFactory(_BuilderMixinNetworkFactories):
+    """Lets a builder set the actor factory; provides the future of the actor it builds.
+
+    Subclasses (and builders) configure it by class attributes: ``_continuous_actor_type``,
+    the actor the algorithm needs for continuous actions; ``_discrete_softmax``, whether discrete
+    actors output probabilities (else logits); ``_default_actor_continuous_unbounded`` and
+    ``_default_actor_continuous_conditioned_sigma``, the Gaussian of the actor built when
+    none was chosen.
+    """
+
+    _continuous_actor_type: ContinuousActorType
+    _discrete_softmax: bool = True
+    _default_actor_continuous_unbounded: bool = False
+    _default_actor_continuous_conditioned_sigma: bool = False
+
+    def __init__(self) -> None:
+        super().__init__()
         self._actor_factory: ActorFactory | None = None
         self._actor_future = ActorFuture()
 
@@ -74,9 +97,15 @@ class _BuilderMixinActorFactory:
         factory = self._actor_factory
         if factory is None:
             factory = ActorFactoryDefault(
-                self._continuous_actor_type, discrete_softmax=self._discrete_softmax
+                self._continuous_actor_type,
+                continuous_unbounded=self._default_actor_continuous_unbounded,
+                continuous_conditioned_sigma=self._default_actor_continuous_conditioned_sigma,
+                discrete_softmax=self._discrete_softmax,
             )
         return ActorFactoryTransientStorageDecorator(factory, self._actor_future)
+
+    def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
+        return (self._get_actor_factory(), *super()._get_network_factories())
 
 
 class _BuilderMixinActorFactory_ContinuousGaussian(_BuilderMixinActorFactory):
@@ -84,8 +113,7 @@ class _BuilderMixinActorFactory_ContinuousGaussian(_BuilderMixinActorFactory):
     categorical one for discrete actions, where the algorithm supports them).
     """
 
-    def __init__(self) -> None:
-        super().__init__(ContinuousActorType.GAUSSIAN)
+    _continuous_actor_type = ContinuousActorType.GAUSSIAN
 
     def with_actor_factory_default(
         self,
@@ -114,8 +142,7 @@ class _BuilderMixinActorFactory_ContinuousGaussian(_BuilderMixinActorFactory):
 class _BuilderMixinActorFactory_ContinuousDeterministic(_BuilderMixinActorFactory):
     """Actor factory setting for algorithms with a deterministic actor (DDPG, TD3)."""
 
-    def __init__(self) -> None:
-        super().__init__(ContinuousActorType.DETERMINISTIC)
+    _continuous_actor_type = ContinuousActorType.DETERMINISTIC
 
     def with_actor_factory_default(
         self,
@@ -131,13 +158,9 @@ class _BuilderMixinActorFactory_ContinuousDeterministic(_BuilderMixinActorFactor
 
 
 class _BuilderMixinActorFactory_DiscreteOnly(_BuilderMixinActorFactory):
-    """Actor factory setting for algorithms with discrete actions only.
+    """Actor factory setting for algorithms with discrete actions only."""
 
-    :param discrete_softmax: the default actor outputs probabilities (else logits).
-    """
-
-    def __init__(self, discrete_softmax: bool = True) -> None:
-        super().__init__(ContinuousActorType.UNSUPPORTED, discrete_softmax=discrete_softmax)
+    _continuous_actor_type = ContinuousActorType.UNSUPPORTED
 
     def with_actor_factory_default(
         self,
@@ -152,10 +175,18 @@ class _BuilderMixinActorFactory_DiscreteOnly(_BuilderMixinActorFactory):
         return self._with_actor_factory_default(hidden_sizes, hidden_activation)
 
 
-class _BuilderMixinSingleCriticFactory:
+def _critic_reusing_actor(builder: object) -> CriticFactoryReuseActor:
+    """A critic factory putting the critic's head on the body of ``builder``'s actor."""
+    if not isinstance(builder, _BuilderMixinActorFactory):
+        raise TypeError(f"{type(builder).__name__} builds no actor whose body a critic could share")
+    return CriticFactoryReuseActor(builder.get_actor_future())
+
+
+class _BuilderMixinSingleCriticFactory(_BuilderMixinNetworkFactories):
     """Lets a builder set the factory of its (one) critic."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._critic_factory: CriticFactory | None = None
 
     def with_critic_factory(self, critic_factory: CriticFactory) -> Self:
@@ -181,40 +212,32 @@ class _BuilderMixinSingleCriticFactory:
             return CriticFactoryDefault()
         return self._critic_factory
 
+    def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
+        return (self._get_critic_factory(), *super()._get_network_factories())
+
 
 class _BuilderMixinSingleCriticCanUseActorFactory(_BuilderMixinSingleCriticFactory):
-    """A single critic that may share the actor's body.
-
-    :param actor_future_provider: provides the future of the actor (the builder itself).
-    """
-
-    def __init__(self, actor_future_provider: _BuilderMixinActorFactory) -> None:
-        super().__init__()
-        self._actor_future_provider = actor_future_provider
+    """A single critic that may share the actor's body (of the builder's actor mixin)."""
 
     def with_critic_factory_use_actor(self) -> Self:
         """Put the critic's head on the actor's body, sharing its layers."""
-        self._critic_factory = CriticFactoryReuseActor(
-            self._actor_future_provider.get_actor_future()
-        )
+        self._critic_factory = _critic_reusing_actor(self)
         return self
 
 
-class _BuilderMixinDualCriticFactory:
-    """Lets a builder set the factories of its two critics, together or one by one.
-
-    :param actor_future_provider: provides the future of the actor (the builder itself).
+class _BuilderMixinDualCriticFactory(_BuilderMixinNetworkFactories):
+    """Lets a builder set the factories of its two critics, together or one by one; a critic
+    may share the body of the builder's actor.
     """
 
-    def __init__(self, actor_future_provider: _BuilderMixinActorFactory) -> None:
-        self._critic1 = _BuilderMixinSingleCriticCanUseActorFactory(actor_future_provider)
-        self._critic2 = _BuilderMixinSingleCriticCanUseActorFactory(actor_future_provider)
+    def __init__(self) -> None:
+        super().__init__()
+        self._critic1_factory: CriticFactory | None = None
+        self._critic2_factory: CriticFactory | None = None
 
     def with_common_critic_factory(self, critic_factory: CriticFactory) -> Self:
         """Build both critics with ``critic_factory``."""
-        self._critic1.with_critic_factory(critic_factory)
-        self._critic2.with_critic_factory(critic_factory)
-        return self
+        return self.with_critic1_factory(critic_factory).with_critic2_factory(critic_factory)
 
     def with_common_critic_factory_default(
         self,
@@ -222,19 +245,16 @@ class _BuilderMixinDualCriticFactory:
         hidden_activation: ModuleType = nn.ReLU,
     ) -> Self:
         """Use the default MLP for both critics (independent networks of the same shape)."""
-        self._critic1.with_critic_factory_default(hidden_sizes, hidden_activation)
-        self._critic2.with_critic_factory_default(hidden_sizes, hidden_activation)
-        return self
+        self.with_critic1_factory_default(hidden_sizes, hidden_activation)
+        return self.with_critic2_factory_default(hidden_sizes, hidden_activation)
 
     def with_common_critic_factory_use_actor(self) -> Self:
         """Put both critics' heads on the actor's body."""
-        self._critic1.with_critic_factory_use_actor()
-        self._critic2.with_critic_factory_use_actor()
-        return self
+        return self.with_critic1_factory_use_actor().with_critic2_factory_use_actor()
 
     def with_critic1_factory(self, critic_factory: CriticFactory) -> Self:
         """Set the factory of the first critic."""
-        self._critic1.with_critic_factory(critic_factory)
+        self._critic1_factory = critic_factory
         return self
 
     def with_critic1_factory_default(
@@ -243,17 +263,15 @@ class _BuilderMixinDualCriticFactory:
         hidden_activation: ModuleType = nn.ReLU,
     ) -> Self:
         """Use the default MLP for the first critic."""
-        self._critic1.with_critic_factory_default(hidden_sizes, hidden_activation)
-        return self
+        return self.with_critic1_factory(CriticFactoryDefault(hidden_sizes, hidden_activation))
 
     def with_critic1_factory_use_actor(self) -> Self:
         """Put the first critic's head on the actor's body."""
-        self._critic1.with_critic_factory_use_actor()
-        return self
+        return self.with_critic1_factory(_critic_reusing_actor(self))
 
     def with_critic2_factory(self, critic_factory: CriticFactory) -> Self:
         """Set the factory of the second critic."""
-        self._critic2.with_critic_factory(critic_factory)
+        self._critic2_factory = critic_factory
         return self
 
     def with_critic2_factory_default(
@@ -262,22 +280,25 @@ class _BuilderMixinDualCriticFactory:
         hidden_activation: ModuleType = nn.ReLU,
     ) -> Self:
         """Use the default MLP for the second critic."""
-        self._critic2.with_critic_factory_default(hidden_sizes, hidden_activation)
-        return self
+        return self.with_critic2_factory(CriticFactoryDefault(hidden_sizes, hidden_activation))
 
     def with_critic2_factory_use_actor(self) -> Self:
         """Put the second critic's head on the actor's body."""
-        self._critic2.with_critic_factory_use_actor()
-        return self
+        return self.with_critic2_factory(_critic_reusing_actor(self))
 
-    def _get_critic_factories(self) -> tuple[CriticFactory, CriticFactory]:
-        return self._critic1._get_critic_factory(), self._critic2._get_critic_factory()
+    def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
+        critics = (self._critic1_factory, self._critic2_factory)
+        return (
+            *(CriticFactoryDefault() if critic is None else critic for critic in critics),
+            *super()._get_network_factories(),
+        )
 
 
-class _BuilderMixinCriticEnsembleFactory:
+class _BuilderMixinCriticEnsembleFactory(_BuilderMixinNetworkFactories):
     """Lets a builder set the factory of its critic ensemble (REDQ)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._critic_ensemble_factory: CriticEnsembleFactory | None = None
 
     def with_critic_ensemble_factory(self, factory: CriticEnsembleFactory) -> Self:
@@ -295,7 +316,8 @@ class _BuilderMixinCriticEnsembleFactory:
         self._critic_ensemble_factory = CriticEnsembleFactoryDefault(hidden_sizes)
         return self
 
-    def _get_critic_ensemble_factory(self) -> CriticEnsembleFactory:
-        if self._critic_ensemble_factory is None:
-            return CriticEnsembleFactoryDefault()
-        return self._critic_ensemble_factory
+    def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
+        ensemble = self._critic_ensemble_factory
+        if ensemble is None:
+            ensemble = CriticEnsembleFactoryDefault()
+        return (ensemble, *super()._get_network_factories())

@@ -4,7 +4,8 @@ An :class:`Experiment` holds everything needed to run an agent from scratch (env
 algorithm factory, training and experiment configuration) and nothing that a run creates, so it
 can be pickled: saved next to a run's results (:meth:`Experiment.from_directory` reloads it) or
 sent to the worker processes of a launcher. Experiments are built by the fluent
-``<Algo>ExperimentBuilder`` classes, e.g.::
+``<Algo>ExperimentBuilder`` classes (subclasses of :class:`ExperimentBuilder`, defined in
+:mod:`tianshou.highlevel.experiment_builders` and importable from here), e.g.::
 
     env_factory = EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY)
     experiment = (
@@ -29,69 +30,26 @@ import os
 import pickle
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Generic, Self, TypeVar
 
 import numpy as np
 import torch
-from torch import nn
 
 from tianshou.data import Collector, InfoStats
 from tianshou.evaluation.launcher import ExpLauncher, RegisteredExpLauncher, resolve_launcher
-from tianshou.highlevel.algorithm import (
-    A2CAlgorithmFactory,
-    AlgorithmFactory,
-    DDPGAlgorithmFactory,
-    DiscreteSACAlgorithmFactory,
-    DQNAlgorithmFactory,
-    IQNAlgorithmFactory,
-    NPGAlgorithmFactory,
-    PPOAlgorithmFactory,
-    REDQAlgorithmFactory,
-    ReinforceAlgorithmFactory,
-    SACAlgorithmFactory,
-    TD3AlgorithmFactory,
-    TRPOAlgorithmFactory,
-)
-from tianshou.highlevel.builder_mixins import (
-    _BuilderMixinActorFactory_ContinuousDeterministic,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinActorFactory_DiscreteOnly,
-    _BuilderMixinCriticEnsembleFactory,
-    _BuilderMixinDualCriticFactory,
-    _BuilderMixinSingleCriticCanUseActorFactory,
-)
+from tianshou.highlevel.algorithm import AlgorithmFactory
 from tianshou.highlevel.config import (
     OffPolicyTrainingConfig,
     OnPolicyTrainingConfig,
     TrainingConfig,
 )
-from tianshou.highlevel.env import EnvFactory, Environments, has_display
+from tianshou.highlevel.env import EnvFactory, has_display
+from tianshou.highlevel.experiment_result import ExperimentResult, SeedResults
 from tianshou.highlevel.logger import LoggerFactory, LoggerFactoryDefault, TLogger
-from tianshou.highlevel.module.actor import (
-    ActorFactoryDefault,
-    ContinuousActorType,
-)
-from tianshou.highlevel.module.core import ModuleFactory, TDevice
-from tianshou.highlevel.module.intermediate import IntermediateModule, IntermediateModuleFactory
-from tianshou.highlevel.module.special import ImplicitQuantileNetworkFactory
-from tianshou.highlevel.params.algorithm_params import (
-    A2CParams,
-    DDPGParams,
-    DiscreteSACParams,
-    DQNParams,
-    IQNParams,
-    NPGParams,
-    PPOParams,
-    REDQParams,
-    ReinforceParams,
-    SACParams,
-    TD3Params,
-    TRPOParams,
-)
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactory
 from tianshou.highlevel.params.collector import CollectorFactory
 from tianshou.highlevel.params.optim import OptimizerFactoryFactory
@@ -104,8 +62,46 @@ from tianshou.highlevel.trainer import (
 )
 from tianshou.highlevel.world import World
 from tianshou.utils.logger import LazyLogger
-from tianshou.utils.net.common import ModuleType, Net
 from tianshou.utils.string import ToStringMixin
+
+if TYPE_CHECKING:
+    from tianshou.highlevel.experiment_builders import (
+        A2CExperimentBuilder,
+        DDPGExperimentBuilder,
+        DiscreteSACExperimentBuilder,
+        DQNExperimentBuilder,
+        IQNExperimentBuilder,
+        NPGExperimentBuilder,
+        PPOExperimentBuilder,
+        REDQExperimentBuilder,
+        ReinforceExperimentBuilder,
+        SACExperimentBuilder,
+        TD3ExperimentBuilder,
+        TRPOExperimentBuilder,
+    )
+
+__all__ = [
+    "A2CExperimentBuilder",
+    "DDPGExperimentBuilder",
+    "DQNExperimentBuilder",
+    "DiscreteSACExperimentBuilder",
+    "Experiment",
+    "ExperimentBuilder",
+    "ExperimentCollection",
+    "ExperimentConfig",
+    "ExperimentResult",
+    "IQNExperimentBuilder",
+    "NPGExperimentBuilder",
+    "OffPolicyExperimentBuilder",
+    "OnPolicyExperimentBuilder",
+    "PPOExperimentBuilder",
+    "REDQExperimentBuilder",
+    "ReinforceExperimentBuilder",
+    "SACExperimentBuilder",
+    "SeedResults",
+    "TD3ExperimentBuilder",
+    "TRPOExperimentBuilder",
+]
 
 log = logging.getLogger(__name__)
 
@@ -165,18 +161,6 @@ class ExperimentConfig:
             raise ValueError(
                 f"watch_render is a pause in seconds (0: no rendering), got {self.watch_render}"
             )
-
-
-@dataclass
-class ExperimentResult:
-    """What a run of an experiment produced.
-
-    :param world: the envs, collectors, logger and trainer of the run.
-    :param trainer_result: what training returned; None if the run did not train.
-    """
-
-    world: World
-    trainer_result: InfoStats | None
 
 
 class Experiment(ToStringMixin):
@@ -492,6 +476,7 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
         experiment_config: ExperimentConfig | None = None,
         training_config: TTrainingConfig | None = None,
     ) -> None:
+        super().__init__()  # initialises the network mixins listed after this class
         self._env_factory = env_factory
         self._experiment_config = (
             experiment_config if experiment_config is not None else ExperimentConfig()
@@ -631,12 +616,17 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
         num_experiments: int = 1,
         launcher: ExpLauncher | RegisteredExpLauncher | str = RegisteredExpLauncher.SEQUENTIAL,
         perform_rliable_analysis: bool = True,
-    ) -> ExperimentResult | list[InfoStats | None]:
-        """Build and run one experiment, or a seeded collection of them.
+    ) -> SeedResults:
+        """Build and run one experiment, or a seeded collection of them, and return the
+        training results in seed order.
+
+        The result is a list of training results in either case; for a single experiment it
+        also carries the run's ``world`` and ``trainer_result`` and is an
+        :class:`ExperimentResult` (see :class:`SeedResults`), so that code written for
+        either return type of the published library keeps working.
 
         :param num_experiments: 1 runs a single experiment in this process, whatever the
-            launcher, and returns its :class:`ExperimentResult`; more run a seeded collection
-            (:meth:`build_seeded_collection`) and return the training results in seed order.
+            launcher; more run a seeded collection (:meth:`build_seeded_collection`).
         :param launcher: runs the collection: an :class:`ExpLauncher`, a
             :class:`RegisteredExpLauncher` or its name (``"sequential"``, ``"joblib"``,
             ``"ray"``, any case); checked even for a single experiment.
@@ -648,10 +638,10 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
             raise ValueError(f"num_experiments must be at least 1, got {num_experiments}")
         resolved_launcher = resolve_launcher(launcher)
         if num_experiments == 1:
-            return self.build().run()
+            return SeedResults.of_single_run(self.build().run())
         name = self._name or self._default_name()
         collection = self._build_seeded_collection(num_experiments, name)
-        results = collection.run(resolved_launcher)
+        results = SeedResults(collection.run(resolved_launcher))
         if perform_rliable_analysis:
             self._evaluate_with_rliable(
                 Experiment.persistence_dir_static(
@@ -684,503 +674,13 @@ class OffPolicyExperimentBuilder(ExperimentBuilder[OffPolicyTrainingConfig], ABC
         return OffPolicyTrainingConfig()
 
 
-class ReinforceExperimentBuilder(
-    OnPolicyExperimentBuilder, _BuilderMixinActorFactory_ContinuousGaussian
-):
-    """Builds REINFORCE experiments (continuous or discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
+def __getattr__(name: str) -> object:
+    """The per-algorithm builders, published in this module: they are defined in
+    :mod:`tianshou.highlevel.experiment_builders`, which imports this module, so they are
+    looked up there on first access rather than imported above (which would be a cycle).
     """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OnPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        self._params = ReinforceParams()
-
-    def with_reinforce_params(self, params: ReinforceParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return ReinforceAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_optim_factory(),
-        )
-
-
-class A2CExperimentBuilder(
-    OnPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinSingleCriticCanUseActorFactory,
-):
-    """Builds A2C experiments (continuous or discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OnPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
-        self._params = A2CParams()
-
-    def with_a2c_params(self, params: A2CParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return A2CAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_critic_factory(),
-            self._get_optim_factory(),
-        )
-
-
-class PPOExperimentBuilder(
-    OnPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinSingleCriticCanUseActorFactory,
-):
-    """Builds PPO experiments (continuous or discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OnPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
-        self._params = PPOParams()
-
-    def with_ppo_params(self, params: PPOParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return PPOAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_critic_factory(),
-            self._get_optim_factory(),
-        )
-
-
-class NPGExperimentBuilder(
-    OnPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinSingleCriticCanUseActorFactory,
-):
-    """Builds NPG (natural policy gradient) experiments (continuous or discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OnPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
-        self._params = NPGParams()
-
-    def with_npg_params(self, params: NPGParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return NPGAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_critic_factory(),
-            self._get_optim_factory(),
-        )
-
-
-class TRPOExperimentBuilder(
-    OnPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinSingleCriticCanUseActorFactory,
-):
-    """Builds TRPO experiments (continuous or discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OnPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
-        self._params = TRPOParams()
-
-    def with_trpo_params(self, params: TRPOParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return TRPOAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_critic_factory(),
-            self._get_optim_factory(),
-        )
-
-
-def _default_q_network_factory(
-    hidden_sizes: Sequence[int] = ActorFactoryDefault.DEFAULT_HIDDEN_SIZES,
-    hidden_activation: ModuleType = nn.ReLU,
-) -> ActorFactoryDefault:
-    """An MLP with one output per action, as a Q-network (a discrete actor outputting logits)."""
-    return ActorFactoryDefault(
-        ContinuousActorType.UNSUPPORTED,
-        hidden_sizes,
-        hidden_activation=hidden_activation,
-        discrete_softmax=False,
-    )
-
-
-class _IntermediateModuleFactoryMLP(IntermediateModuleFactory):
-    """An MLP on flattened observations whose last hidden layer is the output (IQN's default
-    body).
-
-    :param hidden_sizes: widths of the layers.
-    :param activation: activation after each layer.
-    """
-
-    def __init__(
-        self,
-        hidden_sizes: Sequence[int] = ActorFactoryDefault.DEFAULT_HIDDEN_SIZES,
-        activation: ModuleType = nn.ReLU,
-    ) -> None:
-        self.hidden_sizes = hidden_sizes
-        self.activation = activation
-
-    def create_intermediate_module(self, envs: Environments, device: TDevice) -> IntermediateModule:
-        net = Net(
-            state_shape=envs.get_observation_shape(),
-            hidden_sizes=self.hidden_sizes,
-            activation=self.activation,
-        ).to(device)
-        return IntermediateModule(net, net.output_dim)
-
-
-class DQNExperimentBuilder(OffPolicyExperimentBuilder):
-    """Builds DQN experiments (discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        self._params = DQNParams()
-        self._model_factory: ModuleFactory = _default_q_network_factory()
-
-    def with_dqn_params(self, params: DQNParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def with_model_factory(self, module_factory: ModuleFactory) -> Self:
-        """Set the factory of the Q-network (one output per action)."""
-        self._model_factory = module_factory
-        return self
-
-    def with_model_factory_default(
-        self,
-        hidden_sizes: Sequence[int] = ActorFactoryDefault.DEFAULT_HIDDEN_SIZES,
-        hidden_activation: ModuleType = nn.ReLU,
-    ) -> Self:
-        """Use an MLP Q-network.
-
-        :param hidden_sizes: widths of the hidden layers.
-        :param hidden_activation: activation after each hidden layer.
-        """
-        self._model_factory = _default_q_network_factory(hidden_sizes, hidden_activation)
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return DQNAlgorithmFactory(
-            self._params, self._training_config, self._model_factory, self._get_optim_factory()
-        )
-
-
-class IQNExperimentBuilder(OffPolicyExperimentBuilder):
-    """Builds IQN (implicit quantile network) experiments (discrete actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        self._params = IQNParams()
-        self._preprocess_network_factory: IntermediateModuleFactory = (
-            _IntermediateModuleFactoryMLP()
-        )
-
-    def with_iqn_params(self, params: IQNParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def with_preprocess_network_factory(self, module_factory: IntermediateModuleFactory) -> Self:
-        """Set the factory of the network mapping observations to the features that the
-        quantile head (sized by the params' ``hidden_sizes`` and ``num_cosines``) sits on.
-        """
-        self._preprocess_network_factory = module_factory
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        model_factory = ImplicitQuantileNetworkFactory(
-            self._preprocess_network_factory,
-            hidden_sizes=self._params.hidden_sizes,
-            num_cosines=self._params.num_cosines,
-        )
-        return IQNAlgorithmFactory(
-            self._params, self._training_config, model_factory, self._get_optim_factory()
-        )
-
-
-class DDPGExperimentBuilder(
-    OffPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousDeterministic,
-    _BuilderMixinSingleCriticCanUseActorFactory,
-):
-    """Builds DDPG experiments (continuous actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousDeterministic.__init__(self)
-        _BuilderMixinSingleCriticCanUseActorFactory.__init__(self, self)
-        self._params = DDPGParams()
-
-    def with_ddpg_params(self, params: DDPGParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return DDPGAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_critic_factory(),
-            self._get_optim_factory(),
-        )
-
-
-class REDQExperimentBuilder(
-    OffPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinCriticEnsembleFactory,
-):
-    """Builds REDQ experiments (continuous actions).
-
-    The default actor is a Gaussian with unbounded mean and observation-dependent standard
-    deviation, as the policy squashes its samples with ``tanh``; pass
-    ``continuous_unbounded=True, continuous_conditioned_sigma=True`` to
-    ``with_actor_factory_default`` to keep them when changing the hidden layers.
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        _BuilderMixinCriticEnsembleFactory.__init__(self)
-        self.with_actor_factory_default(
-            continuous_unbounded=True, continuous_conditioned_sigma=True
-        )
-        self._params = REDQParams()
-
-    def with_redq_params(self, params: REDQParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        return REDQAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            self._get_critic_ensemble_factory(),
-            self._get_optim_factory(),
-        )
-
-
-class SACExperimentBuilder(
-    OffPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousGaussian,
-    _BuilderMixinDualCriticFactory,
-):
-    """Builds SAC experiments (continuous actions).
-
-    The default actor is a Gaussian with unbounded mean and observation-dependent standard
-    deviation, as the policy squashes its samples with ``tanh``; pass
-    ``continuous_unbounded=True, continuous_conditioned_sigma=True`` to
-    ``with_actor_factory_default`` to keep them when changing the hidden layers.
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousGaussian.__init__(self)
-        _BuilderMixinDualCriticFactory.__init__(self, self)
-        self.with_actor_factory_default(
-            continuous_unbounded=True, continuous_conditioned_sigma=True
-        )
-        self._params = SACParams()
-
-    def with_sac_params(self, params: SACParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        critic1_factory, critic2_factory = self._get_critic_factories()
-        return SACAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            critic1_factory,
-            critic2_factory,
-            self._get_optim_factory(),
-        )
-
-
-class DiscreteSACExperimentBuilder(
-    OffPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_DiscreteOnly,
-    _BuilderMixinDualCriticFactory,
-):
-    """Builds discrete SAC experiments (discrete actions; the default actor outputs logits).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_DiscreteOnly.__init__(self, discrete_softmax=False)
-        _BuilderMixinDualCriticFactory.__init__(self, self)
-        self._params = DiscreteSACParams()
-
-    def with_sac_params(self, params: DiscreteSACParams) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        critic1_factory, critic2_factory = self._get_critic_factories()
-        return DiscreteSACAlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            critic1_factory,
-            critic2_factory,
-            self._get_optim_factory(),
-        )
-
-
-class TD3ExperimentBuilder(
-    OffPolicyExperimentBuilder,
-    _BuilderMixinActorFactory_ContinuousDeterministic,
-    _BuilderMixinDualCriticFactory,
-):
-    """Builds TD3 experiments (continuous actions).
-
-    Arguments as in :class:`ExperimentBuilder`.
-    """
-
-    def __init__(
-        self,
-        env_factory: EnvFactory,
-        experiment_config: ExperimentConfig | None = None,
-        training_config: OffPolicyTrainingConfig | None = None,
-    ) -> None:
-        super().__init__(env_factory, experiment_config, training_config)
-        _BuilderMixinActorFactory_ContinuousDeterministic.__init__(self)
-        _BuilderMixinDualCriticFactory.__init__(self, self)
-        self._params = TD3Params()
-
-    def with_td3_params(self, params: TD3Params) -> Self:
-        """Set the algorithm's parameters."""
-        self._params = params
-        return self
-
-    def _create_algorithm_factory(self) -> AlgorithmFactory:
-        critic1_factory, critic2_factory = self._get_critic_factories()
-        return TD3AlgorithmFactory(
-            self._params,
-            self._training_config,
-            self._get_actor_factory(),
-            critic1_factory,
-            critic2_factory,
-            self._get_optim_factory(),
-        )
+    from tianshou.highlevel import experiment_builders
+
+    if name in experiment_builders.__all__:
+        return getattr(experiment_builders, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,96 @@
+"""What running experiments returns: one run's result, and the per-seed results of
+:meth:`~tianshou.highlevel.experiment.ExperimentBuilder.build_and_run`.
+
+Both are importable from :mod:`tianshou.highlevel.experiment` as well, where the published
+library defines :class:`ExperimentResult`.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tianshou.data import InfoStats
+from tianshou.highlevel.world import World
+
+
+@dataclass
+class ExperimentResult:
+    """What a run of an experiment produced.
+
+    :param world: the envs, collectors, logger and trainer of the run.
+    :param trainer_result: what training returned; None if the run did not train.
+    """
+
+    world: World
+    trainer_result: InfoStats | None
+
+
+class SeedResults(list[InfoStats | None]):
+    """What :meth:`~tianshou.highlevel.experiment.ExperimentBuilder.build_and_run` returns,
+    whatever the number of experiments: the training results of its runs in seed order (None
+    for a run that did not train), as a list.
+
+    Code written for either of the two return types of the published library keeps working:
+    the results index, iterate and compare like the list returned for several experiments, and
+    the result of a single experiment also has the :attr:`trainer_result` and :attr:`world` of
+    the :class:`ExperimentResult` returned for one, and is an instance of it (so that
+    ``isinstance(result, ExperimentResult)`` still tells a single run from several).
+
+    >>> results = SeedResults([None, None])
+    >>> len(results), results == [None, None]
+    (2, True)
+
+    :param trainer_results: what each run's training returned, in seed order.
+    :param world: the world of the run when there is exactly one and it ran in this process;
+        the worlds of several runs stay in the launcher's processes.
+    """
+
+    def __init__(
+        self, trainer_results: Iterable[InfoStats | None], world: World | None = None
+    ) -> None:
+        super().__init__(trainer_results)
+        if world is not None and len(self) != 1:
+            raise ValueError(f"a world belongs to a single run, but there are {len(self)} results")
+        self._world = world
+
+    @staticmethod
+    def of_single_run(result: ExperimentResult) -> "SeedResults":
+        """The results of one experiment run in this process: a list of one training result,
+        which is also an :class:`ExperimentResult` with the run's world.
+
+        :param result: what :meth:`~tianshou.highlevel.experiment.Experiment.run` returned.
+        """
+        return _SingleRunResults([result.trainer_result], result.world)
+
+    @property
+    def trainer_result(self) -> InfoStats | None:
+        """What training returned, for a single run (as in :class:`ExperimentResult`); an
+        AttributeError for several, as the list returned for them has no such attribute.
+        """
+        if len(self) != 1:
+            raise AttributeError(
+                f"trainer_result is the result of a single run, but these are the results of "
+                f"{len(self)} runs: index or iterate over them instead"
+            )
+        return self[0]
+
+    @property
+    def world(self) -> World:
+        """The run's world, for a single run (as in :class:`ExperimentResult`); an
+        AttributeError for several runs.
+        """
+        if self._world is None:
+            raise AttributeError(
+                f"only a single experiment (num_experiments=1) keeps its world, but these are "
+                f"the results of {len(self)} runs, whose worlds stayed in the launcher"
+            )
+        return self._world
+
+    def __repr__(self) -> str:
+        return f"SeedResults({list.__repr__(self)})"
+
+
+# mypy flags the read-only properties against the (writable) dataclass fields
+class _SingleRunResults(SeedResults, ExperimentResult):  # type: ignore[override]
+    """The results of a single experiment: a :class:`SeedResults` that is also an
+    :class:`ExperimentResult`, its fields answered by :class:`SeedResults`' properties.
+    """
