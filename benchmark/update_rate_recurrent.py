@@ -7,12 +7,20 @@ collecting with each, and prints JSON lines:
 
 * ``"measure": "update"``: seconds per update of each, on the same number of *trained*
   transitions, and their ratio (target: at most 1.5). PPO: one pass over a 2048-step rollout in
-  minibatches of 256 transitions (chunks of 16 steps), preprocessing included. DQN: 32 sequences
-  of 16 trained steps (plus 4 burn-in steps) against a batch of 512 transitions. SAC: 32
-  sequences of 8 trained steps (plus 4 burn-in steps) against a batch of 256.
+  minibatches of 256 transitions, preprocessing included; the recurrent minibatches are whole
+  chunks of at most 16 steps grouped to about 256 *real* steps, so both make the same number of
+  gradient steps (the recurrent one also runs the LSTM over the chunks' padding). DQN: 32
+  sequences of 16 trained steps (plus 4 burn-in steps) against a batch of 512 transitions. SAC:
+  32 sequences of 8 trained steps (plus 4 burn-in steps) against a batch of 256.
 * ``"measure": "collect"``: environment steps per second of a collector with 8 envs and each
   policy inside a training step (the recurrent policies also carry and store their states), and
   their ratio (target: at least 0.8).
+
+"Same size" means the same widths: the recurrent networks are a width-64 embedding and a
+width-64 LSTM, the feed-forward ones two width-64 dense layers. An LSTM layer does eight times
+the arithmetic of a dense layer of the same width (four gates, each with an input and a
+recurrent matrix), so on a CPU, where torch's oneDNN LSTM kernels already run near the core's
+peak, the update ratio cannot approach 1 at equal widths.
 
 The clock is this process's CPU time (``--clock wall`` for wall-clock seconds), best of
 ``--rounds`` windows, one torch thread.

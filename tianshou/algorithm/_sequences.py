@@ -20,7 +20,7 @@ import torch
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
-from tianshou.data.buffer.sequence import gather_sequences, sequence_rows
+from tianshou.data.buffer.sequence import sequence_rows
 
 
 def segment_starts(buffer: ReplayBuffer, indices: np.ndarray, done: np.ndarray) -> np.ndarray:
@@ -117,26 +117,32 @@ def replay_sequences(
             "recurrent updates sample sequences uniformly; use a non-prioritized buffer"
         )
     rows, valid = sequence_rows(buffer, starts, seq_len)
-    steps = gather_sequences(buffer, rows)
-    if "state_in" not in steps.get("policy", Batch()):
+    # only the fields the update reads, and the stored state of the first steps only: gathering
+    # whole transitions would copy every step's states and infos, which no update uses
+    policy = buffer.get(rows[:, 0], "policy", Batch(), stack_num=1)
+    if "state_in" not in policy:
         raise ValueError(
             "the buffer has no stored recurrent states (policy.state_in); collect with the "
             "recurrent policy (not with random actions)"
         )
-    done = np.logical_or(steps.terminated, steps.truncated)
+    flat = rows.reshape(-1)
 
-    def tensor(value: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    def field(key: str, dtype: torch.dtype) -> torch.Tensor:
+        # observations frame-stacked as the buffer's own indexing does; the rest one per step
+        value = buffer.get(flat, key, stack_num=None if key.startswith("obs") else 1)
+        value = value.reshape(*rows.shape, *value.shape[1:])
         return torch.as_tensor(value, device=device, dtype=dtype)
 
+    terminated = field("terminated", torch.bool)
     return batch_of_parsed_values(
         {
-            "obs": tensor(steps.obs, torch.float32),
-            "obs_next": tensor(steps.obs_next, torch.float32),
-            "act": tensor(steps.act, act_dtype),
-            "rew": tensor(steps.rew, torch.float32),
-            "terminated": tensor(steps.terminated, torch.bool),
-            "done": tensor(done, torch.bool),
-            "valid": tensor(valid),
-            "state": state_rows(steps.policy.state_in, np.s_[:, 0], device),
+            "obs": field("obs", torch.float32),
+            "obs_next": field("obs_next", torch.float32),
+            "act": field("act", act_dtype),
+            "rew": field("rew", torch.float32),
+            "terminated": terminated,
+            "done": terminated | field("truncated", torch.bool),
+            "valid": torch.as_tensor(valid, device=device),
+            "state": state_rows(policy.state_in, slice(None), device),
         }
     )

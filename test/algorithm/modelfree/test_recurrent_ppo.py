@@ -6,7 +6,6 @@ import pytest
 import torch
 from torch.distributions import Categorical, Independent, Normal
 
-from test.algorithm.modelfree.pomdp_tasks import pomdp_envs
 from tianshou.algorithm.modelfree.ppo import PPO
 from tianshou.algorithm.modelfree.recurrent_ppo import (
     RecurrentA2C,
@@ -26,6 +25,8 @@ from tianshou.utils.net.recurrent import (
     RecurrentValueNet,
 )
 from tianshou.utils.torch_utils import policy_within_training_step
+
+from examples.pomdp import pomdp_envs
 
 
 def logits_categorical(logits: torch.Tensor) -> Categorical:
@@ -164,10 +165,25 @@ class TestSequenceUpdate:
         policy = recurrent_policy()
         buffer = collected_buffer(policy)
         algorithm = RecurrentPPO(policy=policy, optim=AdamOptimizerFactory(), chunk_len=8)
+        seen: list[tuple[list[int], int]] = []
+        original = algorithm._sequence_step
+
+        def recording(batch, chunks):
+            first_rows = chunks.rows[:, 0].tolist()
+            seen.append((first_rows, int(chunks.valid.sum())))
+            return original(batch, chunks)
+
+        algorithm._sequence_step = recording  # type: ignore[method-assign]
         with policy_within_training_step(policy):
             stats = algorithm.update(buffer, batch_size=32, repeat=2)
-        num_chunks = len(algorithm._chunks)
-        assert stats.gradient_steps == 2 * -(-num_chunks // 4)
+        num_steps = int(algorithm._chunks.valid.sum())
+        # minibatches are sized in real steps, padding excluded: as many as a feed-forward pass
+        assert stats.gradient_steps == len(seen) == 2 * -(-num_steps // 32)
+        chunk_starts = sorted(algorithm._chunks.rows[:, 0].tolist())
+        for minibatches in (seen[: len(seen) // 2], seen[len(seen) // 2 :]):
+            # every chunk exactly once per pass; all but the last minibatch hold 32 +- 7 steps
+            assert sorted(row for rows, _ in minibatches for row in rows) == chunk_starts
+            assert all(32 - 8 < steps < 32 + 8 for _, steps in minibatches[:-1])
 
     def test_recompute_advantage_revalues_before_later_passes(self) -> None:
         torch.manual_seed(0)

@@ -96,6 +96,8 @@ class RecurrentSACPolicy(Policy):
         obs = batch.obs
         if isinstance(obs, Batch | dict):
             raise TypeError("RecurrentSACPolicy takes array observations, not a Batch/dict")
+        if self.is_within_training_step:  # converted once for the three networks
+            obs = torch.as_tensor(obs, device=self.actor.encoder._input_device, dtype=torch.float32)
         given = state if isinstance(state, dict | Batch) else {}
         states = {
             name: net.initial_state(len(obs)) if given.get(name) is None else given[name]
@@ -109,7 +111,7 @@ class RecurrentSACPolicy(Policy):
         result: dict[str, Any] = {"act": act, "state": {"actor": actor_next}}
         if self.is_within_training_step:
             for name, critic in self._named_critics():
-                result["state"][name] = critic.features(obs, states[name])[1]
+                result["state"][name] = critic.advance(obs, states[name])
             result["policy"] = Batch(state_in=_numpy_state(states))
         return batch_of_parsed_values(result)
 
@@ -230,7 +232,8 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
         features = []
         critic_losses = []
         for (name, critic), optim in zip(policy._named_critics(), self.critic_optims, strict=True):
-            critic_features = critic.features(trained, states[name])[0][:, :-1]
+            # the trained steps only: the last position is a successor, valued by the targets
+            critic_features = critic.features(trained[:, :-1], states[name])[0]
             q = critic.value(critic_features, act)
             loss = masked_mean((q - target).pow(2), valid)
             critic_losses.append(optim.step_with_loss_values(loss)[0])

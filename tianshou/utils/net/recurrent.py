@@ -34,6 +34,12 @@ RECURRENT_CELLS: tuple[str, ...] = ("lstm", "gru")
 class SequenceEncoder(InputDeviceMixin, nn.Module):
     """A linear embedding followed by an LSTM or GRU: the shared body of the networks here.
 
+    One step ``(B, obs_dim)`` goes through torch's fused cell kernels on the recurrent layer's
+    own weights (``lstm_cell``/``gru_cell``, one call per layer): acting runs once per env step,
+    and the full ``nn.LSTM``/``nn.GRU`` call costs about twice as much for a single step. A
+    sequence ``(B, T, obs_dim)`` goes through one ``nn.LSTM``/``nn.GRU`` call over all steps.
+    Both give the same result.
+
     :param obs_dim: width of one observation.
     :param hidden_size: width of the embedding and of the recurrent state.
     :param layer_num: number of stacked recurrent layers.
@@ -55,9 +61,14 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
         self.hidden_size = hidden_size
         self.layer_num = layer_num
         self.cell = cell
-        self.embedding = nn.Sequential(nn.Linear(obs_dim, hidden_size), nn.ReLU())
+        self.embedding = nn.Linear(obs_dim, hidden_size)
         rnn_type = nn.LSTM if cell == "lstm" else nn.GRU
         self.rnn = rnn_type(hidden_size, hidden_size, num_layers=layer_num, batch_first=True)
+        # per layer: the names of (weight_ih, weight_hh, bias_ih, bias_hh) in ``self.rnn``
+        self._cell_weight_names = [
+            tuple(f"{kind}_l{layer}" for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            for layer in range(layer_num)
+        ]
         self._refresh_input_device()
 
     def initial_state(self, batch_size: int) -> RecurrentState:
@@ -68,25 +79,37 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
             return {"hidden": zeros, "cell": zeros.clone()}
         return {"hidden": zeros}
 
-    def _step(
-        self, embedded: torch.Tensor, state: RecurrentState
+    def forward(
+        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
     ) -> tuple[torch.Tensor, RecurrentState]:
-        """One time step through the layers with torch's cell kernels (the acting path).
+        """Encode ``obs`` (one step ``(B, obs_dim)`` or a sequence ``(B, T, obs_dim)``).
 
-        For a single step the cell functions cost about half of a full ``nn.LSTM``/``nn.GRU``
-        call, which matters in collection, where the policy runs once per env step; they use the
-        same weights, so the result equals a sequence pass's first step.
+        :return: ``(features, next state)``: features ``(B, hidden_size)`` for one step and
+            ``(B, T, hidden_size)`` for a sequence; the next state is detached.
         """
-        rnn = self.rnn
-        layer_input = embedded
-        hiddens, cells = [], []
-        for layer in range(self.layer_num):
-            weights = (
-                getattr(rnn, f"weight_ih_l{layer}"),
-                getattr(rnn, f"weight_hh_l{layer}"),
-                getattr(rnn, f"bias_ih_l{layer}"),
-                getattr(rnn, f"bias_hh_l{layer}"),
+        obs = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
+        if obs.dim() not in (2, 3) or obs.shape[-1] != self.obs_dim:
+            raise ValueError(
+                f"expected obs of shape (batch, {self.obs_dim}) or (batch, seq_len, "
+                f"{self.obs_dim}), got {tuple(obs.shape)}"
             )
+        if state is None:
+            state = self.initial_state(obs.shape[0])
+        else:
+            _check_state(state["hidden"], obs.shape[0])
+        embedded = torch.relu(self.embedding(obs))
+        if obs.dim() == 2:
+            return self._step(embedded, state)
+        return self._sequence(embedded, state)
+
+    def _step(
+        self, layer_input: torch.Tensor, state: RecurrentState
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """One time step ``(B, hidden_size)`` through the layers with torch's cell kernels."""
+        rnn = self.rnn
+        hiddens, cells = [], []
+        for layer, names in enumerate(self._cell_weight_names):
+            weights = [getattr(rnn, name) for name in names]
             hidden = state["hidden"][:, layer]
             if self.cell == "lstm":
                 hidden, cell = torch.lstm_cell(
@@ -97,45 +120,24 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
                 hidden = torch.gru_cell(layer_input, hidden, *weights)
             hiddens.append(hidden)
             layer_input = hidden
-        next_state = {"hidden": torch.stack(hiddens, dim=1).detach()}
+        next_state = {"hidden": _stack_layers(hiddens)}
         if cells:
-            next_state["cell"] = torch.stack(cells, dim=1).detach()
+            next_state["cell"] = _stack_layers(cells)
         return layer_input, next_state
 
-    def forward(
-        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
-    ) -> tuple[torch.Tensor, RecurrentState, bool]:
-        """Encode ``obs`` from ``state``.
-
-        :return: ``(features (B, T, hidden_size), next state (detached), whether obs was one
-            step)``; the caller drops the time axis again for one-step input.
-        """
-        obs = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
-        if obs.dim() not in (2, 3) or obs.shape[-1] != self.obs_dim:
-            raise ValueError(
-                f"expected obs of shape (batch, {self.obs_dim}) or (batch, seq_len, "
-                f"{self.obs_dim}), got {tuple(obs.shape)}"
-            )
-        single_step = obs.dim() == 2
-        if single_step:
-            obs = obs.unsqueeze(1)
-        if state is None:
-            state = self.initial_state(obs.shape[0])
-        _check_state(state["hidden"], obs.shape[0])
-        embedded = self.embedding(obs)
-        if single_step:
-            out, next_state = self._step(embedded[:, 0], state)
-            return out.unsqueeze(1), next_state, single_step
+    def _sequence(
+        self, embedded: torch.Tensor, state: RecurrentState
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """A whole sequence ``(B, T, hidden_size)`` through one ``nn.LSTM``/``nn.GRU`` call."""
+        if embedded.is_cuda:  # cuDNN wants one contiguous weight buffer; elsewhere a no-op
+            self.rnn.flatten_parameters()
         hidden = state["hidden"].transpose(0, 1).contiguous()
-        self.rnn.flatten_parameters()
         if self.cell == "lstm":
             cell = state["cell"].transpose(0, 1).contiguous()
             out, (hidden, cell) = self.rnn(embedded, (hidden, cell))
-            next_state = {"hidden": _batch_major(hidden), "cell": _batch_major(cell)}
-        else:
-            out, hidden = self.rnn(embedded, hidden)
-            next_state = {"hidden": _batch_major(hidden)}
-        return out, next_state, single_step
+            return out, {"hidden": _batch_major(hidden), "cell": _batch_major(cell)}
+        out, hidden = self.rnn(embedded, hidden)
+        return out, {"hidden": _batch_major(hidden)}
 
 
 def _check_state(tensor: torch.Tensor, batch_size: int) -> None:
@@ -146,13 +148,16 @@ def _check_state(tensor: torch.Tensor, batch_size: int) -> None:
         )
 
 
+def _stack_layers(per_layer: list[torch.Tensor]) -> torch.Tensor:
+    """Per-layer ``(B, H)`` states as one detached ``(B, layers, H)`` state."""
+    if len(per_layer) == 1:
+        return per_layer[0].detach().unsqueeze(1)
+    return torch.stack(per_layer, dim=1).detach()
+
+
 def _batch_major(tensor: torch.Tensor) -> torch.Tensor:
     """A ``(layers, B, H)`` state of torch's RNNs as the stored ``(B, layers, H)``, detached."""
     return tensor.transpose(0, 1).detach()
-
-
-def _drop_time_axis(output: torch.Tensor, single_step: bool) -> torch.Tensor:
-    return output.squeeze(1) if single_step else output
 
 
 class _RecurrentHead(nn.Module):
@@ -168,11 +173,18 @@ class _RecurrentHead(nn.Module):
     def initial_state(self, batch_size: int) -> RecurrentState:
         return self.encoder.initial_state(batch_size)
 
+    def advance(
+        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
+    ) -> RecurrentState:
+        """The state after ``obs``, without the head: for a policy that only carries this
+        network's state while acting (a critic's, to store for the update)."""
+        return self.encoder(obs, state)[1]
+
     def _encode(
         self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None
     ) -> tuple[torch.Tensor, RecurrentState]:
-        features, next_state, single_step = self.encoder(obs, state)
-        return _drop_time_axis(self.head(features), single_step), next_state
+        features, next_state = self.encoder(obs, state)
+        return self.head(features), next_state
 
 
 class RecurrentDiscreteActor(_RecurrentHead):
@@ -318,8 +330,7 @@ class RecurrentQCritic(_RecurrentHead):
         self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
     ) -> tuple[torch.Tensor, RecurrentState]:
         """The recurrent features ``(B, [T,] hidden_size)`` of ``obs``, to pair with actions."""
-        features, next_state, single_step = self.encoder(obs, state)
-        return _drop_time_axis(features, single_step), next_state
+        return self.encoder(obs, state)
 
     def value(self, features: torch.Tensor, act: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Q-values of ``act`` given features from :meth:`features` (same leading shape)."""
