@@ -52,7 +52,7 @@ docs: $(STAMP) docs-deps
 	@echo "Built the site: open file://$(abspath $(DOCS_OUT))/html/index.html in a browser"
 
 demo: $(STAMP)
-	$(BIN)/python examples/mujoco/demo.py
+	$(BIN)/python -m examples.mujoco.demo
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmark.import_time

@@ -21,8 +21,6 @@ Everything runs on one torch thread so the cases do not fight over the machine's
 
 import argparse
 import functools
-import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -48,15 +46,12 @@ from tianshou.utils.net.continuous import ContinuousActorProbabilistic, Continuo
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 from tianshou.utils.torch_utils import policy_within_training_step
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-sys.path.insert(0, os.path.join(EXAMPLES, "mujoco"))
-
-from mujoco_env import make_mujoco_env  # noqa: E402
-from mujoco_ppo import build_ppo  # noqa: E402
-from mujoco_ppo import get_args as ppo_args  # noqa: E402
-from mujoco_ppo import train as train_ppo_mujoco  # noqa: E402
-from mujoco_sac import build_sac  # noqa: E402
-from mujoco_sac import get_args as sac_args  # noqa: E402
+from examples.mujoco.mujoco_env import make_mujoco_env
+from examples.mujoco.mujoco_ppo import build_ppo
+from examples.mujoco.mujoco_ppo import get_args as ppo_args
+from examples.mujoco.mujoco_ppo import train as train_ppo_mujoco
+from examples.mujoco.mujoco_sac import build_sac
+from examples.mujoco.mujoco_sac import get_args as sac_args
 
 TEST_EPISODES = 10
 # The example's defaults are the 1M-step benchmark settings. For a 100k-step budget, rollouts of

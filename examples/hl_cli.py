@@ -12,13 +12,13 @@ parameter's type annotation (an enum's members by name, in any case:
 ``--experiment_launcher joblib``); options not given keep ``main``'s defaults. ``--help`` lists
 them with the ``:param name:`` lines of ``main``'s docstring.
 
-    python examples/mujoco/mujoco_ppo_hl.py --task Walker2d-v5 --hidden-sizes 32 32 --no-lr-decay
+    python -m examples.mujoco.mujoco_ppo_hl --task Walker2d-v5 --hidden-sizes 32 32 --no-lr-decay
 
 ``--config-file FILE`` takes the values of a configuration saved by a hyper-parameter search
 (``best_config.json``, see ``docs/hpo.md``) as the defaults of ``main``'s parameters of the
 same names; options given on the command line still win.
 
-    python examples/mujoco/mujoco_ppo_hl.py --config-file log/hpo/ppo/best_config.json
+    python -m examples.mujoco.mujoco_ppo_hl --config-file log/hpo/ppo/best_config.json
 """
 
 import argparse
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from script_cli import parse_flag  # examples/, beside this module
+from examples.script_cli import parse_flag
 
 CONFIG_FILE_DEST = "config_file"
 """Where the parser puts ``--config-file`` (not a parameter of ``main``)."""

@@ -7,7 +7,7 @@ before ``--num_train_envs``). :class:`ArgumentParser` accepts all of them for on
 command line copied from either release runs unchanged, while ``--help`` lists each option once,
 by its dashed current name::
 
-    python examples/mujoco/mujoco_ppo.py --training-num 8 --step_per_epoch 30000 --norm-adv 1
+    python -m examples.mujoco.mujoco_ppo --training-num 8 --step_per_epoch 30000 --norm-adv 1
 
 Boolean options declared with ``argparse.BooleanOptionalAction`` accept ``--flag``,
 ``--no-flag`` and, as the published scripts' integer flags did, ``--flag 0`` or ``--flag 1``.

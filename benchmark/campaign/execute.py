@@ -95,9 +95,9 @@ def checkpoint_path(spec: RunSpec, run_dir: Path) -> Path:
     """The policy file of the run's last checkpoint (written by the script's
     ``--save-checkpoints``)."""
     load_script(spec.algorithm)
-    import mujoco_env  # the scripts' helper, importable once a script is loaded
+    from examples.mujoco.persistence import CHECKPOINT_DIR, POLICY_FILE
 
-    return script_log_path(spec, run_dir) / mujoco_env.CHECKPOINT_DIR / mujoco_env.POLICY_FILE
+    return script_log_path(spec, run_dir) / CHECKPOINT_DIR / POLICY_FILE
 
 
 def read_result(run_dir: Path, spec: RunSpec) -> dict[str, Any] | None:

@@ -11,7 +11,6 @@ import contextlib
 import importlib
 import io
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "mujoco"
-"""The scripts' directory; their modules import their shared helper ``mujoco_env`` from it."""
+"""The scripts' directory (the package ``examples.mujoco``)."""
 
 RUNNER_OPTIONS = frozenset(
     {
@@ -49,16 +48,12 @@ def available_algorithms() -> list[str]:
 
 
 def load_script(algorithm: str) -> ModuleType:
-    """The module of ``algorithm``'s script (it has ``get_args(argv)`` and ``main(argv)``).
-
-    The scripts' directory goes on ``sys.path``, as running a script puts it there.
-    """
+    """The module of ``algorithm``'s script (it has ``get_args(argv)`` and ``main(argv)``),
+    ``examples.mujoco.mujoco_<algorithm>``, importable from the repository root."""
     known = available_algorithms()
     if algorithm not in known:
         raise ValueError(f"no MuJoCo script for algorithm {algorithm!r}; known: {known}")
-    if str(EXAMPLES_DIR) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES_DIR))
-    return importlib.import_module(f"mujoco_{algorithm}")
+    return importlib.import_module(f"examples.mujoco.mujoco_{algorithm}")
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ buffer (1M in the paper), one update per 10 env steps collected by 10 envs.
 With ``--icm-lr-scale`` > 0 the algorithm is wrapped in an intrinsic curiosity module (Pathak
 et al. 2017) and runs are logged under ``dqn_icm``.
 
-    python examples/atari/atari_dqn.py --task PongNoFrameskip-v4 --seed 0
-    python examples/atari/atari_dqn.py --task PongNoFrameskip-v4 --icm-lr-scale 1
-    python examples/atari/atari_dqn.py --watch --resume-path log/PongNoFrameskip-v4/dqn/0/policy.pth
+    python -m examples.atari.atari_dqn --task PongNoFrameskip-v4 --seed 0
+    python -m examples.atari.atari_dqn --task PongNoFrameskip-v4 --icm-lr-scale 1
+    python -m examples.atari.atari_dqn --watch --resume-path log/PongNoFrameskip-v4/dqn/0/policy.pth
 """
 
 import argparse
@@ -23,16 +23,10 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    add_icm_arguments,
-    add_q_learning_arguments,
-    algo_name_with_icm,
-    atari_parser,
-    run_q_learning,
-    scale_obs_if,
-    with_icm,
-)
+from examples.atari.cli import add_icm_arguments, add_q_learning_arguments, atari_parser
+from examples.atari.envs import AtariEnvs, scale_obs_if
+from examples.atari.icm import algo_name_with_icm, with_icm
+from examples.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

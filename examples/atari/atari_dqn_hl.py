@@ -3,11 +3,8 @@
 The same algorithm and published hyper-parameters as ``atari_dqn.py`` (see there), declared with
 an experiment builder; ``--icm-lr-scale`` > 0 adds an intrinsic curiosity module.
 
-    python examples/atari/atari_dqn_hl.py --task PongNoFrameskip-v4
+    python -m examples.atari.atari_dqn_hl --task PongNoFrameskip-v4
 """
-
-import sys
-from pathlib import Path
 
 from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import (
@@ -24,6 +21,8 @@ from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
     EpochTrainCallbackDQNEpsLinearDecay,
 )
+
+from examples.hl_cli import run_cli
 
 
 def main(
@@ -115,7 +114,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

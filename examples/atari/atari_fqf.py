@@ -9,8 +9,8 @@ network (64 cosines, a 512-unit head) evaluates the quantiles at their midpoints
 target network copied every 500 updates, batch 32, 3-step returns, a 100k-transition buffer,
 one update per 10 env steps collected by 10 envs.
 
-    python examples/atari/atari_fqf.py --task PongNoFrameskip-v4 --seed 0
-    python examples/atari/atari_fqf.py --watch --resume-path log/PongNoFrameskip-v4/fqf/0/policy.pth
+    python -m examples.atari.atari_fqf --task PongNoFrameskip-v4 --seed 0
+    python -m examples.atari.atari_fqf --watch --resume-path log/PongNoFrameskip-v4/fqf/0/policy.pth
 """
 
 import argparse
@@ -23,13 +23,9 @@ from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
 from tianshou.utils.net.discrete import FractionProposalNetwork, FullQuantileFunction
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    add_q_learning_arguments,
-    atari_parser,
-    run_q_learning,
-    scale_obs_if,
-)
+from examples.atari.cli import add_q_learning_arguments, atari_parser
+from examples.atari.envs import AtariEnvs, scale_obs_if
+from examples.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

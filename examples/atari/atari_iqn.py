@@ -8,8 +8,8 @@ setting: epsilon 1 -> 0.05 over 1M env steps (0.005 in tests), target network co
 500 updates, batch 32, Adam with lr 1e-4, 3-step returns, a 100k-transition buffer, one update
 per 10 env steps collected by 10 envs.
 
-    python examples/atari/atari_iqn.py --task PongNoFrameskip-v4 --seed 0
-    python examples/atari/atari_iqn.py --watch --resume-path log/PongNoFrameskip-v4/iqn/0/policy.pth
+    python -m examples.atari.atari_iqn --task PongNoFrameskip-v4 --seed 0
+    python -m examples.atari.atari_iqn --watch --resume-path log/PongNoFrameskip-v4/iqn/0/policy.pth
 """
 
 import argparse
@@ -22,13 +22,9 @@ from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
 from tianshou.utils.net.discrete import ImplicitQuantileNetwork
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    add_q_learning_arguments,
-    atari_parser,
-    run_q_learning,
-    scale_obs_if,
-)
+from examples.atari.cli import add_q_learning_arguments, atari_parser
+from examples.atari.envs import AtariEnvs, scale_obs_if
+from examples.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -3,12 +3,10 @@
 The same algorithm and published hyper-parameters as ``atari_iqn.py`` (see there), declared with
 an experiment builder.
 
-    python examples/atari/atari_iqn_hl.py --task PongNoFrameskip-v4
+    python -m examples.atari.atari_iqn_hl --task PongNoFrameskip-v4
 """
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import IntermediateModuleFactoryAtariDQN
@@ -21,6 +19,8 @@ from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
     EpochTrainCallbackDQNEpsLinearDecay,
 )
+
+from examples.hl_cli import run_cli
 
 
 def main(
@@ -112,7 +112,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

@@ -11,9 +11,9 @@ minibatches of 256 (32 x 8), value coefficient 1).
 With ``--icm-lr-scale`` > 0 the algorithm is wrapped in an intrinsic curiosity module (Pathak
 et al. 2017) and runs are logged under ``ppo_icm``.
 
-    python examples/atari/atari_ppo.py --task PongNoFrameskip-v4 --seed 4213
-    python examples/atari/atari_ppo.py --task MontezumaRevengeNoFrameskip-v4 --icm-lr-scale 1
-    python examples/atari/atari_ppo.py --watch \
+    python -m examples.atari.atari_ppo --task PongNoFrameskip-v4 --seed 4213
+    python -m examples.atari.atari_ppo --task MontezumaRevengeNoFrameskip-v4 --icm-lr-scale 1
+    python -m examples.atari.atari_ppo --watch \
         --resume-path log/PongNoFrameskip-v4/ppo/4213/policy.pth
 """
 
@@ -33,21 +33,11 @@ from tianshou.utils.net.discrete import (
     dist_fn_categorical_from_logits,
 )
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    add_icm_arguments,
-    algo_name_with_icm,
-    atari_envs,
-    atari_parser,
-    create_logger,
-    load_resume_path,
-    replay_buffer,
-    save_best_fn,
-    scale_obs_if,
-    stop_fn,
-    watch,
-    with_icm,
-)
+from examples.atari.buffers import replay_buffer
+from examples.atari.cli import add_icm_arguments, atari_parser
+from examples.atari.envs import AtariEnvs, atari_envs, scale_obs_if
+from examples.atari.icm import algo_name_with_icm, with_icm
+from examples.atari.training import create_logger, load_resume_path, save_best_fn, stop_fn, watch
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

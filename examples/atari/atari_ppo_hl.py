@@ -3,11 +3,8 @@
 The same algorithm and published hyper-parameters as ``atari_ppo.py`` (see there), declared with
 an experiment builder; ``--icm-lr-scale`` > 0 adds an intrinsic curiosity module.
 
-    python examples/atari/atari_ppo_hl.py --task PongNoFrameskip-v4
+    python -m examples.atari.atari_ppo_hl --task PongNoFrameskip-v4
 """
-
-import sys
-from pathlib import Path
 
 from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import (
@@ -22,6 +19,8 @@ from tianshou.highlevel.params.algorithm_params import PPOParams
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactoryIntrinsicCuriosity
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 from tianshou.highlevel.params.optim import OptimizerFactoryFactoryAdam
+
+from examples.hl_cli import run_cli
 
 
 def main(
@@ -133,7 +132,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

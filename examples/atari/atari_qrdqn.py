@@ -7,8 +7,8 @@ quantile Huber loss. The rest is DQN's Atari setting: epsilon 1 -> 0.05 over 1M 
 3-step returns (1 in the paper), a 100k-transition buffer, one update per 10 env steps
 collected by 10 envs.
 
-    python examples/atari/atari_qrdqn.py --task PongNoFrameskip-v4 --seed 0
-    python examples/atari/atari_qrdqn.py --watch \
+    python -m examples.atari.atari_qrdqn --task PongNoFrameskip-v4 --seed 0
+    python -m examples.atari.atari_qrdqn --watch \
         --resume-path log/PongNoFrameskip-v4/qrdqn/0/policy.pth
 """
 
@@ -21,13 +21,9 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import QRDQNet
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    add_q_learning_arguments,
-    atari_parser,
-    run_q_learning,
-    scale_obs_if,
-)
+from examples.atari.cli import add_q_learning_arguments, atari_parser
+from examples.atari.envs import AtariEnvs, scale_obs_if
+from examples.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

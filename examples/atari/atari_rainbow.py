@@ -7,8 +7,8 @@ annealed from 0.4 to 1 over 5M env steps) and 3-step returns; Adam with lr 6.25e
 still decays from 1 to 0.05 over 1M env steps (0.005 in tests); target network copied every
 500 updates, batch 32, a 100k-transition buffer, one update per 10 env steps from 10 envs.
 
-    python examples/atari/atari_rainbow.py --task PongNoFrameskip-v4 --seed 0
-    python examples/atari/atari_rainbow.py --watch \
+    python -m examples.atari.atari_rainbow --task PongNoFrameskip-v4 --seed 0
+    python -m examples.atari.atari_rainbow --watch \
         --resume-path log/PongNoFrameskip-v4/rainbow/0/policy.pth
 """
 
@@ -22,16 +22,13 @@ from tianshou.data import CollectStats, InfoStats, PrioritizedVectorReplayBuffer
 from tianshou.env.atari.atari_network import RainbowNet
 from tianshou.utils.logger.logger_base import BaseLogger
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    add_q_learning_arguments,
-    atari_envs,
-    atari_parser,
+from examples.atari.buffers import prioritized_replay_buffer
+from examples.atari.cli import add_q_learning_arguments, atari_parser
+from examples.atari.envs import AtariEnvs, atari_envs, scale_obs_if
+from examples.atari.training import (
     create_logger,
     epsilon_greedy_fns,
     load_resume_path,
-    prioritized_replay_buffer,
-    scale_obs_if,
     train_off_policy,
     watch,
 )

@@ -7,8 +7,8 @@ critics (3e-4 in the paper), entropy coefficient 0.05, or tuned towards 0.98 x l
 with ``--auto-alpha`` (as in the paper); tau 0.005, 3-step returns, batch 64, a 100k-transition
 buffer, one update per 10 env steps collected by 10 envs.
 
-    python examples/atari/atari_sac.py --task PongNoFrameskip-v4 --seed 4213
-    python examples/atari/atari_sac.py --watch \
+    python -m examples.atari.atari_sac --task PongNoFrameskip-v4 --seed 4213
+    python -m examples.atari.atari_sac --watch \
         --resume-path log/PongNoFrameskip-v4/sac/4213/policy.pth
 """
 
@@ -25,16 +25,9 @@ from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
-from atari_common import (  # the script's own directory is on sys.path
-    AtariEnvs,
-    atari_envs,
-    atari_parser,
-    create_logger,
-    load_resume_path,
-    scale_obs_if,
-    train_off_policy,
-    watch,
-)
+from examples.atari.cli import atari_parser
+from examples.atari.envs import AtariEnvs, atari_envs, scale_obs_if
+from examples.atari.training import create_logger, load_resume_path, train_off_policy, watch
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

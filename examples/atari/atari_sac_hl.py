@@ -3,11 +3,8 @@
 The same algorithm and published hyper-parameters as ``atari_sac.py`` (see there), declared with
 an experiment builder.
 
-    python examples/atari/atari_sac_hl.py --task PongNoFrameskip-v4
+    python -m examples.atari.atari_sac_hl --task PongNoFrameskip-v4
 """
-
-import sys
-from pathlib import Path
 
 from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import ActorFactoryAtariDQN
@@ -21,6 +18,8 @@ from tianshou.highlevel.experiment import (
 )
 from tianshou.highlevel.params.algorithm_params import DiscreteSACParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
+
+from examples.hl_cli import run_cli
 
 
 def main(
@@ -111,7 +110,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

@@ -1,13 +1,11 @@
 """Deep Q-Network on CartPole through the high-level API: a complete experiment in one builder
 chain, trained until the mean test return reaches 195, then watched.
 
-    python examples/discrete/discrete_dqn_hl.py
-    python examples/discrete/discrete_dqn_hl.py --no-watch --persistence-enabled
+    python -m examples.discrete.discrete_dqn_hl
+    python -m examples.discrete.discrete_dqn_hl --no-watch --persistence-enabled
 """
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
@@ -16,6 +14,8 @@ from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
 from tianshou.highlevel.params.algorithm_params import DQNParams
 from tianshou.highlevel.trainer import EpochStopCallbackRewardThreshold
+
+from examples.hl_cli import run_cli
 
 
 def main(
@@ -100,7 +100,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

@@ -4,18 +4,14 @@ Every trial trains on ``--seeds`` seeds and is scored by the IQM of their final 
 the best ``--top-k`` configurations are re-run on fresh seeds, and ``OUT/study.json``,
 ``OUT/best_config.json`` and the plots are written.
 
-    python examples/hpo/ppo_cartpole_hpo.py --n-trials 30 --seeds 3 --storage hpo.db --out hpo_ppo
+    python -m examples.hpo.ppo_cartpole_hpo --n-trials 30 --seeds 3 --storage hpo.db --out hpo_ppo
 
 Several processes with the same ``--storage`` share the study; run the command again to resume.
 The best configuration then trains with ``--config-file OUT/best_config.json`` of a ``*_hl.py``
 script.
 """
 
-import sys
-from pathlib import Path
-
 import torch
-from hpo_common import search_and_report  # the script's own directory is on sys.path
 
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OnPolicyTrainingConfig
@@ -25,6 +21,9 @@ from tianshou.highlevel.hpo.binding import PPO_BINDING
 from tianshou.highlevel.hpo.default_spaces import ppo_search_space
 from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
 from tianshou.highlevel.hpo.search import SearchResult
+
+from examples.hl_cli import run_cli
+from examples.hpo.hpo_common import search_and_report
 
 
 def main(
@@ -93,8 +92,5 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     torch.set_num_threads(1)
     run_cli(main)

@@ -5,18 +5,14 @@ Every trial trains on ``--seeds`` seeds and is scored by the IQM of their final 
 the best ``--top-k`` configurations are re-run on fresh seeds, and ``OUT/study.json``,
 ``OUT/best_config.json`` and the plots are written.
 
-    python examples/hpo/sac_pendulum_hpo.py --n-trials 30 --seeds 3 --storage hpo.db --out hpo_sac
+    python -m examples.hpo.sac_pendulum_hpo --n-trials 30 --seeds 3 --storage hpo.db --out hpo_sac
 
 Several processes with the same ``--storage`` share the study; run the command again to resume.
 The best configuration then trains with ``--config-file OUT/best_config.json`` of a ``*_hl.py``
 script.
 """
 
-import sys
-from pathlib import Path
-
 import torch
-from hpo_common import search_and_report  # the script's own directory is on sys.path
 
 from tianshou.evaluation.launcher import RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig
@@ -26,6 +22,9 @@ from tianshou.highlevel.hpo.binding import SAC_BINDING
 from tianshou.highlevel.hpo.default_spaces import sac_search_space
 from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
 from tianshou.highlevel.hpo.search import SearchResult
+
+from examples.hl_cli import run_cli
+from examples.hpo.hpo_common import search_and_report
 
 
 def main(
@@ -96,8 +95,5 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     torch.set_num_threads(1)
     run_cli(main)

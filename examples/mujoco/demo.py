@@ -11,7 +11,7 @@ policy that hops one epoch may fall early the next), so the demo ends with the p
 tested best, not the last one: it keeps a copy of that policy (weights and observation
 statistics), and its final test return and video are that policy's, on new test episodes.
 
-    python examples/mujoco/demo.py [--seed 0] [--epoch 10] [--logdir log/demo] [--no-video]
+    python -m examples.mujoco.demo [--seed 0] [--epoch 10] [--logdir log/demo] [--no-video]
 
 Options the demo does not declare go to ``mujoco_ppo.py``'s parser (e.g. ``--lr 3e-4``).
 """
@@ -34,12 +34,10 @@ from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.statistics import RunningMeanStd
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    make_mujoco_env,
-    record_video,
-)
-from mujoco_ppo import build_ppo
-from mujoco_ppo import get_args as get_ppo_args
+from examples.mujoco.mujoco_env import make_mujoco_env
+from examples.mujoco.mujoco_ppo import build_ppo
+from examples.mujoco.mujoco_ppo import get_args as get_ppo_args
+from examples.mujoco.video import record_video, select_offscreen_rendering
 
 # PPO for a budget of about 500k env steps: rollouts of 1024 steps over 8 envs and minibatches
 # of 256 at lr 1e-3 (decayed linearly to 0) give many cheap policy updates per env step;
@@ -162,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> DemoResult:
     begin = time.monotonic()
     args = get_args(argv)
     torch.set_num_threads(1)  # the envs step in EnvPool's threads; small networks gain nothing
+    select_offscreen_rendering()  # for the video, before the first MuJoCo env is made
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     env, train_envs, test_envs = make_mujoco_env(

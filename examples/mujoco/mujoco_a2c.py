@@ -5,8 +5,8 @@ envs collecting 80 steps between updates, 64x64 tanh networks, RMSprop (lr 7e-4,
 eps 1e-5) with linear decay, GAE(0.95), value loss weight 0.5, entropy bonus 0.01, gradient norm
 clipped to 0.5, observation normalisation and return scaling.
 
-    python examples/mujoco/mujoco_a2c.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_a2c.py --watch --resume-path log/Hopper-v5/a2c/0/policy.pth
+    python -m examples.mujoco.mujoco_a2c --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_a2c --watch --resume-path log/Hopper-v5/a2c/0/policy.pth
 """
 
 import argparse
@@ -18,14 +18,9 @@ from tianshou.algorithm import A2C
 from tianshou.algorithm.optim import RMSpropOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    gaussian_policy,
-    on_policy_actor_critic,
-    on_policy_parser,
-    run_experiment,
-    train_on_policy,
-    with_lr_decay,
-)
+from examples.mujoco.cli import on_policy_parser
+from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from examples.mujoco.training import run_experiment, train_on_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

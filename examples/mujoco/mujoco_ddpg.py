@@ -4,8 +4,8 @@ Lillicrap et al., "Continuous Control with Deep Reinforcement Learning" (2015), 
 al. (2018) re-tuned it: 256x256 networks, actor and critic lr 1e-3, tau 0.005, gamma 0.99,
 Gaussian exploration noise of standard deviation 0.1, 25k uniformly random start steps, batch 256.
 
-    python examples/mujoco/mujoco_ddpg.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_ddpg.py --watch --resume-path log/Hopper-v5/ddpg/0/policy.pth
+    python -m examples.mujoco.mujoco_ddpg --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_ddpg --watch --resume-path log/Hopper-v5/ddpg/0/policy.pth
 """
 
 import argparse
@@ -19,13 +19,9 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.exploration import GaussianNoise
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    deterministic_actor,
-    off_policy_parser,
-    q_critic,
-    run_experiment,
-    train_off_policy,
-)
+from examples.mujoco.cli import off_policy_parser
+from examples.mujoco.networks import deterministic_actor, q_critic
+from examples.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -3,12 +3,10 @@
 The same algorithm and benchmark hyper-parameters as ``mujoco_ddpg.py`` (see there), declared
 with an experiment builder; several seeds run with ``--num-experiments``.
 
-    python examples/mujoco/mujoco_ddpg_hl.py --task Hopper-v5 --num-experiments 5
+    python -m examples.mujoco.mujoco_ddpg_hl --task Hopper-v5 --num-experiments 5
 """
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
@@ -17,7 +15,8 @@ from tianshou.highlevel.experiment import DDPGExperimentBuilder, ExperimentConfi
 from tianshou.highlevel.params.algorithm_params import DDPGParams
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
 
-from mujoco_env import MujocoEnvFactory  # the script's own directory is on sys.path
+from examples.hl_cli import run_cli
+from examples.mujoco.mujoco_env import MujocoEnvFactory
 
 
 def main(
@@ -90,7 +89,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

@@ -5,8 +5,8 @@ steps per update, a natural-gradient actor step of size 0.1, 20 Adam steps (lr 1
 decay) of the critic per update, GAE(0.95), normalised advantages, 64x64 tanh networks,
 observation normalisation and return scaling.
 
-    python examples/mujoco/mujoco_npg.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_npg.py --watch --resume-path log/Hopper-v5/npg/0/policy.pth
+    python -m examples.mujoco.mujoco_npg --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_npg --watch --resume-path log/Hopper-v5/npg/0/policy.pth
 """
 
 import argparse
@@ -18,15 +18,10 @@ from tianshou.algorithm import NPG
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    ArgumentParser,
-    gaussian_policy,
-    on_policy_actor_critic,
-    on_policy_parser,
-    run_experiment,
-    train_on_policy,
-    with_lr_decay,
-)
+from examples.mujoco.cli import on_policy_parser
+from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from examples.mujoco.training import run_experiment, train_on_policy
+from examples.script_cli import ArgumentParser
 
 
 def npg_parser(description: str | None) -> ArgumentParser:

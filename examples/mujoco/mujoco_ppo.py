@@ -5,8 +5,8 @@ choices of Andrychowicz et al., "What Matters in On-Policy RL" (2020): 64x64 tan
 orthogonal initialisation, 2048 env steps per collection, 10 passes over them in minibatches of
 64, GAE(0.95), observation normalisation, return scaling, linear learning-rate decay.
 
-    python examples/mujoco/mujoco_ppo.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_ppo.py --watch --resume-path log/Hopper-v5/ppo/0/policy.pth
+    python -m examples.mujoco.mujoco_ppo --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_ppo --watch --resume-path log/Hopper-v5/ppo/0/policy.pth
 """
 
 import argparse
@@ -18,14 +18,10 @@ from tianshou.algorithm import PPO
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    gaussian_policy,
-    on_policy_actor_critic,
-    on_policy_parser,
-    run_experiment,
-    with_lr_decay,
-)
-from mujoco_env import train_on_policy as train  # benchmark/train.py imports it from here
+from examples.mujoco.cli import on_policy_parser
+from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from examples.mujoco.training import run_experiment
+from examples.mujoco.training import train_on_policy as train
 
 __all__ = ["build_ppo", "get_args", "main", "train"]
 

@@ -5,8 +5,8 @@ ensemble of 10 critics of which a random subset of 2 forms each target, 20 criti
 env step and an actor update every 20 critic updates, a SAC actor with the entropy coefficient
 tuned automatically, 256x256 networks, lr 1e-3, tau 0.005, 10k uniformly random start steps.
 
-    python examples/mujoco/mujoco_redq.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_redq.py --watch --resume-path log/Hopper-v5/redq/0/policy.pth
+    python -m examples.mujoco.mujoco_redq --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_redq --watch --resume-path log/Hopper-v5/redq/0/policy.pth
 """
 
 import argparse
@@ -22,13 +22,10 @@ from tianshou.data import CollectStats, InfoStats
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousCritic
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    off_policy_parser,
-    probabilistic_actor,
-    run_experiment,
-    train_off_policy,
-)
-from mujoco_sac import add_alpha_options, entropy_alpha
+from examples.mujoco.cli import off_policy_parser
+from examples.mujoco.mujoco_sac import add_alpha_options, entropy_alpha
+from examples.mujoco.networks import probabilistic_actor
+from examples.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -5,8 +5,8 @@ Learning" (1992): 16 envs collecting 2048 steps per update, one gradient step on
 a 64x64 tanh Gaussian policy with tanh-bounded actions, Adam (lr 1e-3) with linear decay,
 standardised returns and observation normalisation.
 
-    python examples/mujoco/mujoco_reinforce.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_reinforce.py --watch \\
+    python -m examples.mujoco.mujoco_reinforce --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_reinforce --watch \\
         --resume-path log/Hopper-v5/reinforce/0/policy.pth
 """
 
@@ -19,14 +19,9 @@ from tianshou.algorithm import Reinforce
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    gaussian_policy,
-    on_policy_actor_critic,
-    on_policy_parser,
-    run_experiment,
-    train_on_policy,
-    with_lr_decay,
-)
+from examples.mujoco.cli import on_policy_parser
+from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from examples.mujoco.training import run_experiment, train_on_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -3,12 +3,10 @@
 The same algorithm and benchmark hyper-parameters as ``mujoco_reinforce.py`` (see there), declared
 with an experiment builder; several seeds run with ``--num-experiments``.
 
-    python examples/mujoco/mujoco_reinforce_hl.py --task Hopper-v5 --num-experiments 5
+    python -m examples.mujoco.mujoco_reinforce_hl --task Hopper-v5 --num-experiments 5
 """
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -24,7 +22,8 @@ from tianshou.highlevel.experiment import (
 from tianshou.highlevel.params.algorithm_params import ReinforceParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 
-from mujoco_env import MujocoEnvFactory  # the script's own directory is on sys.path
+from examples.hl_cli import run_cli
+from examples.mujoco.mujoco_env import MujocoEnvFactory
 
 
 def main(
@@ -93,7 +92,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared CLI
-    from hl_cli import run_cli
-
     run_cli(main)

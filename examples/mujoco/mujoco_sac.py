@@ -4,8 +4,8 @@ Haarnoja et al., "Soft Actor-Critic Algorithms and Applications" (2018): 256x256
 batch 256, actor lr 1e-3, critic lr 1e-3 (3e-4 in the paper), tau 0.005, gamma 0.99, entropy
 coefficient tuned automatically towards ``-dim(A)``, 10k uniformly random start steps.
 
-    python examples/mujoco/mujoco_sac.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_sac.py --watch --resume-path log/Hopper-v5/sac/0/policy.pth
+    python -m examples.mujoco.mujoco_sac --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_sac --watch --resume-path log/Hopper-v5/sac/0/policy.pth
 """
 
 import argparse
@@ -19,13 +19,9 @@ from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    off_policy_parser,
-    probabilistic_actor,
-    q_critic,
-    run_experiment,
-    train_off_policy,
-)
+from examples.mujoco.cli import off_policy_parser
+from examples.mujoco.networks import probabilistic_actor, q_critic
+from examples.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -5,8 +5,8 @@ Fujimoto et al., "Addressing Function Approximation Error in Actor-Critic Method
 0.1, target policy smoothing noise 0.2 clipped to 0.5, an actor update every second critic
 update, 25k uniformly random start steps, batch 256.
 
-    python examples/mujoco/mujoco_td3.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_td3.py --watch --resume-path log/Hopper-v5/td3/0/policy.pth
+    python -m examples.mujoco.mujoco_td3 --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_td3 --watch --resume-path log/Hopper-v5/td3/0/policy.pth
 """
 
 import argparse
@@ -18,8 +18,10 @@ from tianshou.algorithm import TD3
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_ddpg import deterministic_policy  # the script's own directory is on sys.path
-from mujoco_env import off_policy_parser, q_critic, run_experiment, train_off_policy
+from examples.mujoco.cli import off_policy_parser
+from examples.mujoco.mujoco_ddpg import deterministic_policy
+from examples.mujoco.networks import q_critic
+from examples.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -5,8 +5,8 @@ settings (16 envs, 1024 steps per update, 20 critic steps at lr 1e-3, GAE(0.95),
 networks) plus a line search that keeps the KL divergence under 0.01, shrinking the step by 0.8
 up to 10 times.
 
-    python examples/mujoco/mujoco_trpo.py --task Hopper-v5 --seed 0
-    python examples/mujoco/mujoco_trpo.py --watch --resume-path log/Hopper-v5/trpo/0/policy.pth
+    python -m examples.mujoco.mujoco_trpo --task Hopper-v5 --seed 0
+    python -m examples.mujoco.mujoco_trpo --watch --resume-path log/Hopper-v5/trpo/0/policy.pth
 """
 
 import argparse
@@ -18,14 +18,9 @@ from tianshou.algorithm import TRPO
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from mujoco_env import (  # the script's own directory is on sys.path
-    gaussian_policy,
-    on_policy_actor_critic,
-    run_experiment,
-    train_on_policy,
-    with_lr_decay,
-)
-from mujoco_npg import npg_parser
+from examples.mujoco.mujoco_npg import npg_parser
+from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from examples.mujoco.training import run_experiment, train_on_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -5,8 +5,8 @@ Deep Data-Driven Reinforcement Learning", 2020): a deterministic 256x256 actor t
 squared error with Adam (lr 1e-4), batch 256.
 
     minari download mujoco/hopper/expert-v0
-    python examples/offline/minari_bc.py --dataset mujoco/hopper/expert-v0 --seed 0
-    python examples/offline/minari_bc.py --watch \
+    python -m examples.offline.minari_bc --dataset mujoco/hopper/expert-v0 --seed 0
+    python -m examples.offline.minari_bc --watch \
         --resume-path log/mujoco/hopper/expert-v0/bc/0/policy.pth
 """
 
@@ -19,7 +19,7 @@ from tianshou.algorithm.imitation.imitation_base import ImitationPolicy, Offline
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from offline_common import common_parser, deterministic_actor, run_offline  # script's directory
+from examples.offline.offline_common import common_parser, deterministic_actor, run_offline
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

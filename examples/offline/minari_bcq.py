@@ -6,7 +6,7 @@ by at most ``phi`` (0.05) and twin critics pick the best of them, so the policy 
 data. 256x256 actor and critics, 512x512 VAE with a latent twice the action width, lr 1e-3,
 tau 0.005, lambda 0.75 (weight of the smaller twin target), batch 256.
 
-    python examples/offline/minari_bcq.py --dataset mujoco/hopper/expert-v0 --seed 0
+    python -m examples.offline.minari_bcq --dataset mujoco/hopper/expert-v0 --seed 0
 """
 
 import argparse
@@ -20,7 +20,7 @@ from tianshou.data import CollectStats, InfoStats
 from tianshou.utils.net.common import MLP, Net
 from tianshou.utils.net.continuous import VAE, Perturbation
 
-from offline_common import common_parser, flat_dims, q_critic, run_offline  # script's directory
+from examples.offline.offline_common import common_parser, flat_dims, q_critic, run_offline
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -7,7 +7,7 @@ tuned by a Lagrange multiplier towards a gap of 10; calibrated (Cal-QL, Nakamoto
 by default. 256x256 networks, actor lr 1e-4, critic lr 3e-4, tau 0.005, entropy coefficient
 tuned towards ``-dim(A)``, batch 256.
 
-    python examples/offline/minari_cql.py --dataset mujoco/hopper/expert-v0 --seed 0
+    python -m examples.offline.minari_cql --dataset mujoco/hopper/expert-v0 --seed 0
 """
 
 import argparse
@@ -20,7 +20,7 @@ from tianshou.algorithm.modelfree.sac import SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from offline_common import (  # the script's own directory is on sys.path
+from examples.offline.offline_common import (
     add_alpha_options,
     common_parser,
     entropy_alpha,
@@ -35,7 +35,7 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--actor-lr", type=float, default=1e-4)
     parser.add_argument("--critic-lr", type=float, default=3e-4)
     add_alpha_options(parser)
-    parser.set_known_defaults(alpha_lr=1e-4)
+    parser.set_known_defaults(alpha_lr=1e-4, auto_alpha=True)  # tuned, unlike online SAC's default
     parser.add_argument("--cql-alpha-lr", type=float, default=3e-4, help="Lagrange multiplier lr")
     parser.add_argument("--cql-weight", type=float, default=1.0)
     parser.add_argument("--tau", type=float, default=0.005, help="soft target-update rate")

@@ -6,7 +6,7 @@ actor loss adds a behaviour-cloning term, ``-lambda Q(s, pi(s)) + (pi(s) - a)^2`
 standard deviation. 256x256 networks, lr 3e-4, tau 0.005, target smoothing noise 0.2 clipped to
 0.5, an actor update every second critic update, batch 256.
 
-    python examples/offline/minari_td3_bc.py --dataset mujoco/hopper/expert-v0 --seed 0
+    python -m examples.offline.minari_td3_bc --dataset mujoco/hopper/expert-v0 --seed 0
 """
 
 import argparse
@@ -19,7 +19,7 @@ from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 
-from offline_common import (  # the script's own directory is on sys.path
+from examples.offline.offline_common import (
     common_parser,
     deterministic_actor,
     q_critic,

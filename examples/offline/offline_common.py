@@ -12,12 +12,12 @@ The data sets are Minari's (``mujoco/<task>/{expert,medium,simple}-v0``, ...), r
 ``minari download mujoco/hopper/expert-v0``. Test returns are reported as D4RL-normalised
 scores (0: a random policy, 100: the data set's expert), the measure offline RL papers report.
 
-The networks and saving come from the MuJoCo examples (``examples/mujoco/mujoco_env.py``).
+The networks and saving come from the MuJoCo examples (``examples.mujoco.networks`` and
+``examples.mujoco.persistence``).
 """
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,22 +32,10 @@ from tianshou.env import BaseVectorEnv, DummyVectorEnv, SubprocVectorEnv, Vector
 from tianshou.trainer import OfflineTrainerParams
 from tianshou.utils.statistics import RunningMeanStd
 
-_EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for _shared in (_EXAMPLES, os.path.join(_EXAMPLES, "mujoco")):  # script_cli, mujoco_env
-    if _shared not in sys.path:
-        sys.path.append(_shared)
-
-from script_cli import add_logger_options, logger_from_args  # noqa: E402
-
-from mujoco_env import (  # noqa: E402  (found through the path set above)
-    ArgumentParser,
-    deterministic_actor,
-    load_algorithm,
-    probabilistic_actor,
-    q_critic,
-    save_algorithm,
-)
-from mujoco_sac import add_alpha_options, entropy_alpha  # noqa: E402
+from examples.mujoco.mujoco_sac import add_alpha_options, entropy_alpha
+from examples.mujoco.networks import deterministic_actor, probabilistic_actor, q_critic
+from examples.mujoco.persistence import load_algorithm, save_algorithm
+from examples.script_cli import ArgumentParser, add_logger_options, logger_from_args
 
 __all__ = [
     "DEFAULT_DATASET",

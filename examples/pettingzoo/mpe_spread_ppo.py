@@ -7,14 +7,12 @@ serve all three agents (parameter sharing: three times the samples per update); 
 agent has its own PPO (independent learners). The reported return is the mean over agents of
 each agent's episode return; a uniformly random team gets about -25.8::
 
-    python examples/pettingzoo/mpe_spread_ppo.py --shared --epoch 10
+    python -m examples.pettingzoo.mpe_spread_ppo --shared --epoch 10
 """
 
 import argparse
 import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -32,8 +30,7 @@ from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
-from script_cli import ArgumentParser, parse_known_options
+from examples.script_cli import ArgumentParser, parse_known_options
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

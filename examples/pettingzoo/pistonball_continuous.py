@@ -1,8 +1,9 @@
 """Pistonball with continuous actions: one PPO per piston, each with a small CNN.
 
 Each piston sets its speed in ``[-1, 1]`` (down to up) from its view of the screen, shrunk to a
-48x12 grayscale image (see :class:`pistonball.PistonView`, which also pays every move the team's
-reward for the ball's progress during it, so that each piston's own moves carry its reward). A
+48x12 grayscale image (see :class:`~examples.pettingzoo.pistonball_env.PistonView`, which also
+pays every move the team's reward for the ball's progress during it, so that each piston's own
+moves carry its reward). A
 Gaussian actor and a state-value critic each read the view with two convolutions;
 :class:`~tianshou.algorithm.MultiAgentOnPolicyAlgorithm` updates each piston's PPO on the moves
 that piston made. Sampled actions outside ``[-1, 1]`` are clipped by the view wrapper before
@@ -11,21 +12,16 @@ they reach the game (PPO learns from the unclipped samples).
 ``--watch`` then plays a few episodes with the mean actions and prints their returns (no
 window)::
 
-    python examples/pettingzoo/pistonball_continuous.py --n-pistons 4 --epoch 10 --watch
+    python -m examples.pettingzoo.pistonball_continuous --n-pistons 4 --epoch 10 --watch
 """
 
 import argparse
 import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-
-# the script's own directory is on sys.path
-from pistonball import get_env, print_episodes, team_return
 from torch import nn
 from torch.distributions import Distribution, Independent, Normal
 from torch.utils.tensorboard import SummaryWriter
@@ -42,8 +38,8 @@ from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.layers import ModuleWithVectorOutput
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
-from script_cli import ArgumentParser, parse_known_options
+from examples.pettingzoo.pistonball_env import get_env, print_episodes, team_return
+from examples.script_cli import ArgumentParser, parse_known_options
 
 
 class PistonCNN(ModuleWithVectorOutput):

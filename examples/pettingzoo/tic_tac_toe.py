@@ -10,15 +10,13 @@ and its random exploration, and the opponent samples among legal moves only.
 Training stops when the learner wins at least ``--win-rate`` of its test games. ``--watch``
 then plays one game and prints the board after every move in the terminal (no window)::
 
-    python examples/pettingzoo/tic_tac_toe.py --epoch 20 --watch
+    python -m examples.pettingzoo.tic_tac_toe --epoch 20 --watch
 """
 
 import argparse
 import copy
 import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -38,8 +36,7 @@ from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
-from script_cli import ArgumentParser, parse_known_options
+from examples.script_cli import ArgumentParser, parse_known_options
 
 MARKS = {0: ".", 1: "X", 2: "O"}
 

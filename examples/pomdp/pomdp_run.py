@@ -6,9 +6,7 @@ Every script trains on one of the tasks of :mod:`pomdp_envs` and ends by printin
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -19,8 +17,7 @@ from tianshou.data import Collector
 from tianshou.env import DummyVectorEnv
 from tianshou.utils.logger.logger_base import BaseLogger
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/, for the shared command line
-from script_cli import ArgumentParser, add_logger_options, logger_from_args
+from examples.script_cli import ArgumentParser, add_logger_options, logger_from_args
 
 EnvFactory = Callable[[], gym.Env]
 

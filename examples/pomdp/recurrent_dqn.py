@@ -2,20 +2,20 @@
 
 Stored hidden states, replayed sequences with a burn-in, n-step double-Q targets.
 
-    python examples/pomdp/recurrent_dqn.py --seed 0 --burn-in 4 --train-len 16
+    python -m examples.pomdp.recurrent_dqn --seed 0 --burn-in 4 --train-len 16
 """
 
 import argparse
 from collections.abc import Sequence
-
-from pomdp_envs import cartpole_without_velocities  # the script's own directory is on sys.path
-from pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 from tianshou.algorithm.modelfree.recurrent_dqn import RecurrentDQN, RecurrentQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.recurrent import RecurrentQNet
+
+from examples.pomdp.pomdp_envs import cartpole_without_velocities
+from examples.pomdp.pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

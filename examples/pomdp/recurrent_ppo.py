@@ -3,15 +3,13 @@
 A feed-forward PPO sees only the cart position and the pole angle and cannot balance the pole;
 the recurrent policy infers the velocities from the history and solves the task (195).
 
-    python examples/pomdp/recurrent_ppo.py --seed 0 --cell gru
+    python -m examples.pomdp.recurrent_ppo --seed 0 --cell gru
 """
 
 import argparse
 from collections.abc import Sequence
 
 import torch
-from pomdp_envs import cartpole_without_velocities  # the script's own directory is on sys.path
-from pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 from torch.distributions import Categorical
 
 from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolicy, RecurrentPPO
@@ -19,6 +17,9 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
 from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.net.recurrent import RecurrentDiscreteActor, RecurrentValueNet
+
+from examples.pomdp.pomdp_envs import cartpole_without_velocities
+from examples.pomdp.pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

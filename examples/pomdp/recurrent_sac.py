@@ -3,14 +3,11 @@
 The agent sees ``cos(theta)`` and ``sin(theta)`` only; the recurrent actor and critics infer the
 angular velocity from the history.
 
-    python examples/pomdp/recurrent_sac.py --seed 0
+    python -m examples.pomdp.recurrent_sac --seed 0
 """
 
 import argparse
 from collections.abc import Sequence
-
-from pomdp_envs import pendulum_without_velocity  # the script's own directory is on sys.path
-from pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 from tianshou.algorithm.modelfree.recurrent_sac import RecurrentSAC, RecurrentSACPolicy
 from tianshou.algorithm.modelfree.sac import AutoAlpha
@@ -18,6 +15,9 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic
+
+from examples.pomdp.pomdp_envs import pendulum_without_velocity
+from examples.pomdp.pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.campaign.execute import RESULT_KEYS, RunOutcome
-from benchmark.campaign.plan import EXAMPLES_DIR, RunSpec
+from benchmark.campaign.plan import RunSpec
 from benchmark.run_benchmark import main, progress_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -270,9 +270,7 @@ def test_bad_input_is_refused_before_anything_runs(
     message: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.syspath_prepend(str(EXAMPLES_DIR))  # where the runner imports the scripts from
     defaults = {"--tasks": "Hopper-v5", "--env-steps": "20000", "--out": str(tmp_path)}
     for option, value in defaults.items():
         if option not in args:

@@ -3,9 +3,8 @@
 Pong episodes last thousands of frames, so every run cuts episodes at ``--max-episode-steps``.
 """
 
+import importlib
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
@@ -20,7 +19,6 @@ from tianshou.env import DummyVectorEnv
 pytest.importorskip("ale_py", reason="the Atari scripts need the atari extra (ale-py)")
 pytest.importorskip("cv2", reason="the Atari scripts need the atari extra (opencv)")
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "atari"
 TASK = "PongNoFrameskip-v4"
 EPISODE_STEPS = 40
 TRAIN_STEPS = 200
@@ -59,13 +57,9 @@ SCRIPTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def examples_on_path() -> Iterator[None]:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLES))
+def script(name: str) -> ModuleType:
+    """The module of the Atari script ``name`` (``atari_dqn``)."""
+    return importlib.import_module(f"examples.atari.{name}")
 
 
 def train(module: ModuleType, args: list[str]) -> Path:
@@ -75,7 +69,7 @@ def train(module: ModuleType, args: list[str]) -> Path:
     assert isinstance(result, InfoStats)
     assert result.train_step >= TRAIN_STEPS
     assert result.update_step > 0
-    algo_name, _ = SCRIPTS[module.__name__]
+    algo_name, _ = SCRIPTS[module.__name__.rpartition(".")[2]]
     log_dir = Path(args[args.index("--logdir") + 1]) / TASK / algo_name / "0"
     assert (log_dir / "policy.pth").exists()
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(log_dir))
@@ -93,7 +87,7 @@ def watch(module: ModuleType, args: list[str], *extra: str) -> CollectStats:
 def test_script_trains_saves_resumes_and_watches(
     module_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = __import__(module_name)
+    module = script(module_name)
     args = [*TINY, *SCRIPTS[module_name][1], "--logdir", str(tmp_path)]
     policy = train(module, args)
     capsys.readouterr()
@@ -107,7 +101,7 @@ def test_script_trains_saves_resumes_and_watches(
 def test_dqn_buffer_keeps_uint8_frames(tmp_path: Path) -> None:
     """Watching with --save-buffer-name writes the collected transitions as HDF5, storing each
     observation's newest 84x84 frame once, as uint8, and re-stacking 4 frames on sampling."""
-    module = __import__("atari_dqn")
+    module = script("atari_dqn")
     saved = tmp_path / "buffer.hdf5"
     args = [*TINY, "--logdir", str(tmp_path), "--buffer-size", "64"]
     stats = watch(module, args, "--save-buffer-name", str(saved))
@@ -126,7 +120,7 @@ def test_watch_with_render_and_no_display_warns_and_evaluates(
 ) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    module = __import__("atari_qrdqn")
+    module = script("atari_qrdqn")
     args = [*TINY, *SCRIPTS["atari_qrdqn"][1], "--logdir", str(tmp_path)]
     with pytest.warns(UserWarning, match="needs a display"):
         stats = watch(module, args, "--render", "0.01")
@@ -135,7 +129,7 @@ def test_watch_with_render_and_no_display_warns_and_evaluates(
 
 @pytest.mark.parametrize("spelling", ["--epoch-num-steps", "--epoch_num_steps"])
 def test_options_accept_dashes_and_underscores(spelling: str) -> None:
-    module = __import__("atari_rainbow")
+    module = script("atari_rainbow")
     args = module.get_args([spelling, "7", "--no_priority", "--beta-final", "0.5"])
     assert args.epoch_num_steps == 7
     assert args.no_priority
@@ -147,9 +141,9 @@ def test_epsilon_decays_linearly_over_the_first_million_steps() -> None:
     from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
     from tianshou.utils.logger.logger_base import LazyLogger
 
-    from atari_common import epsilon_greedy_fns
+    from examples.atari.training import epsilon_greedy_fns
 
-    args = __import__("atari_dqn").get_args([])
+    args = script("atari_dqn").get_args([])
     policy = DiscreteQLearningPolicy(model=torch.nn.Identity(), action_space=gym.spaces.Discrete(6))
     training_fn, test_fn = epsilon_greedy_fns(policy, args, LazyLogger())
     for env_step, expected in [(0, 1.0), (500_000, 0.525), (1_000_000, 0.05), (3_000_000, 0.05)]:
@@ -160,7 +154,7 @@ def test_epsilon_decays_linearly_over_the_first_million_steps() -> None:
 
 
 def test_training_stops_at_the_reward_threshold_or_when_pong_is_solved() -> None:
-    from atari_common import stop_fn
+    from examples.atari.training import stop_fn
 
     pong_without_threshold = SimpleNamespace(spec=None)  # as ALE's Pong: no reward_threshold
     solved = stop_fn(pong_without_threshold, TASK)  # type: ignore[arg-type]
@@ -176,11 +170,11 @@ def test_rendering_test_envs_are_gymnasium_envs_in_this_process(
 ) -> None:
     """EnvPool cannot render, so watching with --render uses gymnasium envs in this process
     (without a display they are built without a window)."""
-    from atari_common import _rendering_envs
+    from examples.atari.envs import _rendering_envs
 
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    args = __import__("atari_dqn").get_args(["--num-test-envs", "2"])
+    args = script("atari_dqn").get_args(["--num-test-envs", "2"])
     envs = _rendering_envs(args)
     try:
         assert isinstance(envs, DummyVectorEnv)
@@ -192,10 +186,10 @@ def test_rendering_test_envs_are_gymnasium_envs_in_this_process(
 
 
 def test_rainbow_anneals_beta_to_one_over_its_anneal_steps() -> None:
-    module = __import__("atari_rainbow")
+    module = script("atari_rainbow")
     from tianshou.utils.logger.logger_base import LazyLogger
 
-    from atari_common import prioritized_replay_buffer
+    from examples.atari.buffers import prioritized_replay_buffer
 
     args = module.get_args(["--buffer-size", "16"])
     buffer = prioritized_replay_buffer(args, 2, alpha=args.alpha, beta=args.beta, weight_norm=True)
@@ -219,7 +213,7 @@ def test_icm_options_wrap_the_algorithm_in_the_published_icm(module_name: str) -
     from tianshou.algorithm.modelbased import icm
     from tianshou.env.atari.atari_network import ScaledObsInputActionReprNet
 
-    module = __import__(module_name)
+    module = script(module_name)
     builder, wrapper_name, feature_dim, scaled = ICM_SCRIPTS[module_name]
     envs = SimpleNamespace(
         env=SimpleNamespace(action_space=gym.spaces.Discrete(6)),
@@ -255,7 +249,7 @@ def test_script_with_icm_trains_saves_resumes_and_watches(
     module_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     torch.set_num_threads(1)
-    module = __import__(module_name)
+    module = script(module_name)
     algo_name, options = SCRIPTS[module_name]
     args = [*TINY, *options, *ICM_OPTIONS, "--logdir", str(tmp_path)]
     result = module.main(args)

@@ -1,10 +1,8 @@
-"""``make demo`` (examples/mujoco/demo.py) runs end to end on a tiny budget and writes what its
+"""``make demo`` (``examples.mujoco.demo``) runs end to end on a tiny budget and writes what its
 table promises: a TensorBoard log, a learning-curve PNG and a video; a failing renderer costs
 only the video; the demo ends with the best-testing policy and its observation statistics."""
 
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -16,7 +14,8 @@ import torch
 
 from tianshou.env import DummyVectorEnv, VectorEnvNormObs
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "mujoco"
+from examples.mujoco import demo as demo_module
+from examples.mujoco.video import _make_rendering_env
 
 TINY = [
     "--epoch", "1", "--epoch-num-steps", "128", "--collection-step-num-env-steps", "64",
@@ -26,14 +25,8 @@ TINY = [
 
 
 @pytest.fixture
-def demo() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        import demo as module
-
-        yield module
-    finally:
-        sys.path.remove(str(EXAMPLES))
+def demo() -> ModuleType:
+    return demo_module
 
 
 def table_value(out: str, name: str) -> str:
@@ -118,9 +111,7 @@ def test_best_policy_restores_the_saved_weights_and_frozen_obs_statistics(
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_video_camera_follows_the_hopper_and_skips_costly_effects(demo: ModuleType) -> None:
-    from mujoco_env import _make_rendering_env  # on the path through the demo fixture
-
+def test_video_camera_follows_the_hopper_and_skips_costly_effects() -> None:
     env = _make_rendering_env("Hopper-v5")
     try:
         env.reset(seed=0)

@@ -10,7 +10,7 @@ import importlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -27,8 +27,11 @@ from tianshou.highlevel.experiment import Experiment, ExperimentResult
 from tianshou.highlevel.persistence import PersistEvent, RestoreEvent
 from tianshou.highlevel.world import World
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SCRIPT_DIRS = [EXAMPLES, EXAMPLES / "mujoco", EXAMPLES / "atari", EXAMPLES / "discrete"]
+from examples import hl_cli
+from examples.mujoco.mujoco_env import MujocoEnvFactory
+from examples.mujoco.persistence import load_obs_rms
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MUJOCO_TASK = "Hopper-v5"
 ATARI_TASK = "PongNoFrameskip-v4"
 ATARI_EPISODE_STEPS = 30
@@ -36,18 +39,17 @@ ATARI_EPISODE_STEPS = 30
 
 
 @pytest.fixture(autouse=True)
-def scripts_on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The scripts import their neighbours (``mujoco_env``) and ``hl_cli`` as top-level modules;
-    they run headless here, single-threaded."""
+def headless(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripts run headless here, single-threaded."""
     torch.set_num_threads(1)
     for name in ("DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
-    sys.path[:0] = [str(d) for d in SCRIPT_DIRS]
-    try:
-        yield
-    finally:
-        for d in SCRIPT_DIRS:
-            sys.path.remove(str(d))
+
+
+def script_main(name: str) -> Any:
+    """The ``main`` of the script ``examples.<family>.<name>``."""
+    family = name.split("_")[0]
+    return importlib.import_module(f"examples.{family}.{name}").main
 
 
 def run_dirs(base: Path) -> list[Path]:
@@ -93,14 +95,10 @@ MUJOCO_SCRIPTS: dict[str, dict[str, Any]] = {
 OBS_NORM = {"reinforce", "a2c", "ppo", "npg", "trpo"}
 
 
-def mujoco_env() -> Any:
-    return importlib.import_module("mujoco_env")
-
-
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("algo", list(MUJOCO_SCRIPTS))
 def test_mujoco_script_trains_and_persists(algo: str, tmp_path: Path) -> None:
-    main = importlib.import_module(f"mujoco_{algo}_hl").main
+    main = script_main(f"mujoco_{algo}_hl")
     result = main(persistence_base_dir=str(tmp_path), **MUJOCO_TINY, **MUJOCO_SCRIPTS[algo])
     assert isinstance(result, ExperimentResult)
     assert isinstance(result.trainer_result, InfoStats)
@@ -112,7 +110,7 @@ def test_mujoco_script_trains_and_persists(algo: str, tmp_path: Path) -> None:
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_mujoco_seeded_runs_get_their_own_directories(tmp_path: Path) -> None:
-    main = importlib.import_module("mujoco_reinforce_hl").main
+    main = script_main("mujoco_reinforce_hl")
     kwargs = {**MUJOCO_TINY, **ON_POLICY, "epoch_num_steps": 16}
     results = main(persistence_base_dir=str(tmp_path), num_experiments=2, seed=7, **kwargs)
     assert len(results) == 2
@@ -130,7 +128,7 @@ def test_sac_and_redq_scripts_evaluate_deterministically_as_the_procedural_ones(
     tmp_path: Path,
 ) -> None:
     for algo in ("sac", "redq"):
-        main = importlib.import_module(f"mujoco_{algo}_hl").main
+        main = script_main(f"mujoco_{algo}_hl")
         kwargs = {**MUJOCO_TINY, **MUJOCO_SCRIPTS[algo], "epoch": 0, "start_timesteps": 0}
         result = main(persistence_base_dir=str(tmp_path / algo), **kwargs)
         assert result.world.algorithm.policy.deterministic_eval
@@ -138,7 +136,7 @@ def test_sac_and_redq_scripts_evaluate_deterministically_as_the_procedural_ones(
 
 def test_noisy_scripts_set_their_exploration_noise(tmp_path: Path) -> None:
     for algo in ("ddpg", "td3"):
-        main = importlib.import_module(f"mujoco_{algo}_hl").main
+        main = script_main(f"mujoco_{algo}_hl")
         kwargs = {**MUJOCO_TINY, **OFF_POLICY, "epoch": 0, "start_timesteps": 0}
         result = main(persistence_base_dir=str(tmp_path / algo), exploration_noise=0.3, **kwargs)
         noise = result.world.algorithm.policy.exploration_noise
@@ -148,10 +146,10 @@ def test_noisy_scripts_set_their_exploration_noise(tmp_path: Path) -> None:
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_mujoco_restored_experiment_uses_the_saved_obs_statistics(tmp_path: Path) -> None:
     """A run restored from its directory normalises observations by the saved statistics."""
-    main = importlib.import_module("mujoco_ppo_hl").main
+    main = script_main("mujoco_ppo_hl")
     main(persistence_base_dir=str(tmp_path), **MUJOCO_TINY, **ON_POLICY)
     (run_dir,) = run_dirs(tmp_path)
-    saved = mujoco_env().load_obs_rms(str(run_dir / "obs_rms.npz"))
+    saved = load_obs_rms(str(run_dir / "obs_rms.npz"))
     assert saved.count > 1
 
     experiment = Experiment.from_directory(str(run_dir))
@@ -168,7 +166,7 @@ def test_mujoco_restored_experiment_uses_the_saved_obs_statistics(tmp_path: Path
 
 def gym_mujoco_factory(obs_norm: bool = True) -> Any:
     """A MuJoCo env factory on gymnasium (not EnvPool), stepping envs in this process."""
-    return mujoco_env().MujocoEnvFactory(
+    return MujocoEnvFactory(
         MUJOCO_TASK,
         obs_norm=obs_norm,
         venv_type=VectorEnvType.DUMMY,
@@ -202,7 +200,7 @@ def test_mujoco_env_factory_without_obs_norm_leaves_envs_alone() -> None:
 
 
 def test_mujoco_env_factory_rejects_discrete_tasks() -> None:
-    factory = mujoco_env().MujocoEnvFactory(
+    factory = MujocoEnvFactory(
         "CartPole-v1", venv_type=VectorEnvType.DUMMY, use_envpool_if_available=False
     )
     with pytest.raises(ValueError, match="continuous"):
@@ -278,7 +276,7 @@ def short_atari_episodes(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("variant", list(ATARI_SCRIPTS))
 def test_atari_script_trains_and_persists(variant: str, tmp_path: Path) -> None:
     module_name, kwargs = ATARI_SCRIPTS[variant]
-    main = importlib.import_module(module_name).main
+    main = script_main(module_name)
     result = main(persistence_base_dir=str(tmp_path), watch=False, **ATARI_TINY, **kwargs)
     assert isinstance(result, ExperimentResult)
     assert isinstance(result.trainer_result, InfoStats)
@@ -303,7 +301,7 @@ DISCRETE_TINY: dict[str, Any] = {
 
 
 def test_discrete_dqn_trains_persists_and_watches_headless(tmp_path: Path) -> None:
-    main = importlib.import_module("discrete_dqn_hl").main
+    main = script_main("discrete_dqn_hl")
     result = main(
         persistence_base_dir=str(tmp_path),
         persistence_enabled=True,
@@ -318,18 +316,19 @@ def test_discrete_dqn_trains_persists_and_watches_headless(tmp_path: Path) -> No
 
 
 def test_discrete_dqn_without_persistence_writes_nothing(tmp_path: Path) -> None:
-    main = importlib.import_module("discrete_dqn_hl").main
+    main = script_main("discrete_dqn_hl")
     result = main(persistence_base_dir=str(tmp_path), watch=False, **DISCRETE_TINY)
     assert isinstance(result.trainer_result, InfoStats)
     assert not any(tmp_path.iterdir())
 
 
-def run_script(script: Path, args: list[str], cwd: Path) -> None:
-    """Run ``script`` as a program (the CLI is imported from ``examples/``), headless."""
+def run_script(module: str, args: list[str]) -> None:
+    """Run the script ``module`` as documented (``python -m`` from the repository root),
+    headless; the tests send everything it writes to a temporary directory."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     proc = subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=cwd,
+        [sys.executable, "-m", module, *args],
+        cwd=REPO_ROOT,
         env={**env, "OMP_NUM_THREADS": "1"},
         capture_output=True,
         text=True,
@@ -340,12 +339,11 @@ def run_script(script: Path, args: list[str], cwd: Path) -> None:
 
 def test_script_runs_from_the_command_line(tmp_path: Path) -> None:
     """Options spelt both ways."""
-    script = EXAMPLES / "discrete" / "discrete_dqn_hl.py"
     args = ["--epoch", "1", "--epoch_num_steps", "50", "--num-training-envs", "1"]
     args += ["--num-test-envs", "1", "--buffer-size", "100", "--hidden-sizes", "8"]
     args += ["--no-watch", "--persistence-enabled", "--persistence-base-dir", str(tmp_path)]
     args += ["--experiment_launcher", "sequential"]
-    run_script(script, args, tmp_path)
+    run_script("examples.discrete.discrete_dqn_hl", args)
     (run_dir,) = run_dirs(tmp_path)
     assert_run_persisted(run_dir)
 
@@ -355,13 +353,12 @@ def test_mujoco_script_runs_its_seeds_with_the_named_launcher(
     launcher: str, tmp_path: Path
 ) -> None:
     """The published command line: ``--experiment_launcher joblib|sequential``."""
-    script = EXAMPLES / "mujoco" / "mujoco_reinforce_hl.py"
     args = ["--task", MUJOCO_TASK, "--epoch", "1", "--epoch_num_steps", "16"]
     args += ["--num_training_envs", "1", "--num_test_envs", "1", "--hidden_sizes", "8"]
     args += ["--collection_step_num_env_steps", "16", "--batch_size", "16"]
     args += ["--num_experiments", "2", "--experiment_launcher", launcher, "--seed", "3"]
     args += ["--persistence_base_dir", str(tmp_path)]
-    run_script(script, args, tmp_path)
+    run_script("examples.mujoco.mujoco_reinforce_hl", args)
     dirs = run_dirs(tmp_path)
     assert [d.name for d in dirs] == ["seed=3", "seed=4"]
     for run_dir in dirs:
@@ -394,19 +391,15 @@ def cli_target(
     return dict(locals())
 
 
-def hl_cli() -> Any:
-    return importlib.import_module("hl_cli")
-
-
 def test_cli_keeps_defaults_of_options_not_given() -> None:
-    assert hl_cli().run_cli(cli_target, []) == cli_target()
+    assert hl_cli.run_cli(cli_target, []) == cli_target()
 
 
 def test_cli_parses_options_by_annotation() -> None:
     argv = ["--task", "Ant-v5", "--epoch-num-steps", "7", "--lr", "0.5", "--no-lr-decay"]
     argv += ["--hidden-sizes", "3", "4", "5", "--dual-clip", "2", "--method", "tanh"]
     argv += ["--color", "BLUE"]
-    assert hl_cli().run_cli(cli_target, argv) == {
+    assert hl_cli.run_cli(cli_target, argv) == {
         "task": "Ant-v5",
         "epoch_num_steps": 7,
         "lr": 0.5,
@@ -420,7 +413,7 @@ def test_cli_parses_options_by_annotation() -> None:
 
 def test_cli_accepts_underscores_and_none() -> None:
     argv = ["--epoch_num_steps", "9", "--no_lr_decay", "--dual_clip", "None", "--lr-decay"]
-    result = hl_cli().run_cli(cli_target, argv)
+    result = hl_cli.run_cli(cli_target, argv)
     assert (result["epoch_num_steps"], result["lr_decay"], result["dual_clip"]) == (9, True, None)
 
 
@@ -430,14 +423,14 @@ def test_cli_accepts_underscores_and_none() -> None:
 )
 def test_cli_rejects_invalid_options(argv: list[str], capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as info:
-        hl_cli().run_cli(cli_target, argv)
+        hl_cli.run_cli(cli_target, argv)
     assert info.value.code == 2
     assert argv[0] in capsys.readouterr().err
 
 
 def test_cli_help_shows_the_docstring_params(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
-        hl_cli().run_cli(cli_target, ["--help"])
+        hl_cli.run_cli(cli_target, ["--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "A function to call from the command line." in out
     assert "decay the learning rate. (default: True)" in out
@@ -449,7 +442,7 @@ def test_cli_needs_defaults() -> None:
         pass
 
     with pytest.raises(TypeError, match="task"):
-        hl_cli().build_parser(no_default)
+        hl_cli.build_parser(no_default)
 
 
 @pytest.mark.parametrize(
@@ -461,7 +454,7 @@ def test_cli_needs_defaults() -> None:
     ],
 )
 def test_every_script_has_a_command_line(module: str) -> None:
-    main = importlib.import_module(module).main
-    parser = hl_cli().build_parser(main)
+    main = script_main(module)
+    parser = hl_cli.build_parser(main)
     assert vars(parser.parse_args([])) == {}
     assert parser.parse_args(["--seed", "3"]).seed == 3

@@ -1,10 +1,10 @@
 """The search scripts of ``examples/hpo`` on tiny budgets, and loading their best configuration
 into a ``*_hl.py`` script's command line (``--config-file`` of ``examples/hl_cli.py``)."""
 
+import importlib
 import json
 import logging
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,25 +12,16 @@ import torch
 
 from tianshou.highlevel.hpo.best_config import BestConfiguration
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SCRIPT_DIRS = [EXAMPLES, EXAMPLES / "hpo"]
+from examples.hl_cli import run_cli
 
 
 @pytest.fixture(autouse=True)
-def scripts_on_path() -> Iterator[None]:
+def single_threaded() -> None:
     torch.set_num_threads(1)
-    sys.path[:0] = [str(d) for d in SCRIPT_DIRS]
-    try:
-        yield
-    finally:
-        for d in SCRIPT_DIRS:
-            sys.path.remove(str(d))
 
 
 def run_script(module: str, argv: list[str]) -> object:
-    from hl_cli import run_cli
-
-    return run_cli(__import__(module).main, argv)
+    return run_cli(importlib.import_module(f"examples.hpo.{module}").main, argv)
 
 
 def test_ppo_cartpole_search_prints_the_top_trials_and_writes_report_and_plots(
@@ -78,8 +69,6 @@ def script_main(lr: float = 1e-3, hidden_sizes: Sequence[int] = (8,), epoch: int
 
 
 def test_config_file_gives_defaults_that_options_override(tmp_path: Path) -> None:
-    from hl_cli import run_cli
-
     path = str(tmp_path / "best_config.json")
     BestConfiguration("PPO", {"lr": 5e-4, "hidden_sizes": (32, 32)}, 0, "search").save(path)
     assert run_cli(script_main, ["--config-file", path]) == {

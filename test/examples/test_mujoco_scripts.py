@@ -1,4 +1,5 @@
-"""The MuJoCo example scripts and their shared helper ``examples/mujoco/mujoco_env.py``.
+"""The MuJoCo example scripts and their helpers (``examples.mujoco``: envs, command line,
+persistence, video).
 
 Every script trains end to end on tiny budgets, saves its state, resumes from it and watches it
 (headless: as a video); the helper's command line, statistics files and video recording are
@@ -7,7 +8,6 @@ tested on their own.
 
 import importlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,24 +24,21 @@ from tianshou.data import CollectStats, InfoStats
 from tianshou.env import VectorEnvNormObs
 from tianshou.utils.statistics import RunningMeanStd
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "mujoco"
+from examples.mujoco import cli, persistence, training, video
+
 TASK = "Hopper-v5"
 
 
 @pytest.fixture(autouse=True)
-def examples_on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def headless(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.set_num_threads(1)
     for name in ("DISPLAY", "WAYLAND_DISPLAY"):  # these tests run headless
         monkeypatch.delenv(name, raising=False)
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLES))
+    monkeypatch.setenv("MUJOCO_GL", os.environ.get("MUJOCO_GL", "egl"))
 
 
-def mujoco_env() -> Any:
-    return importlib.import_module("mujoco_env")
+def script(algo: str) -> Any:
+    return importlib.import_module(f"examples.mujoco.mujoco_{algo}")
 
 
 TINY = ["--hidden-sizes", "16", "--num-test-envs", "2", "--no-progress", "--epoch", "1"]
@@ -86,7 +83,7 @@ def assert_same_state(actual: Any, expected: Any, where: str = "state") -> None:
 def test_script_trains_resumes_and_watches(
     algo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = importlib.import_module(f"mujoco_{algo}")
+    module = script(algo)
     args = [*TINY, *SCRIPTS[algo], "--logdir", str(tmp_path)]
     result = module.main(args)
     assert isinstance(result, InfoStats)
@@ -118,13 +115,10 @@ def test_script_trains_resumes_and_watches(
     assert resumed.train_step >= 32
 
     # --watch without a display evaluates and records a (short, here) video of one episode
-    env_module = mujoco_env()
-    record_video = env_module.record_video
-
     def short_video(*a: Any, **kw: Any) -> str:
-        return record_video(*a, **{**kw, "max_steps": WATCH_STEPS})
+        return video.record_video(*a, **{**kw, "max_steps": WATCH_STEPS})
 
-    monkeypatch.setattr(env_module, "record_video", short_video)
+    monkeypatch.setattr(training, "record_video", short_video)
     watched = module.main([*args, "--watch", "--resume-path", str(saved)])
     assert isinstance(watched, CollectStats)
     assert watched.n_collected_episodes == 2
@@ -170,14 +164,14 @@ def countdown_task() -> Iterator[str]:
 
 
 def sac_for(env: gym.Env) -> Algorithm:
-    module = importlib.import_module("mujoco_sac")
+    module = script("sac")
     return module.build_sac(module.get_args(["--hidden-sizes", "8", "--device", "cpu"]), env)
 
 
 def test_record_video_writes_one_frame_per_step(countdown_task: str, tmp_path: Path) -> None:
     algorithm = sac_for(gym.make(countdown_task))
     algorithm.train()
-    path = mujoco_env().record_video(algorithm, countdown_task, str(tmp_path / "ep.gif"))
+    path = video.record_video(algorithm, countdown_task, str(tmp_path / "ep.gif"))
     assert path == str(tmp_path / "ep.mp4")
     frames = imageio.mimread(path)
     assert len(frames) == CountdownEnv.length
@@ -199,7 +193,7 @@ def test_record_video_stops_at_max_steps_and_normalises_observations(
 
     monkeypatch.setattr(algorithm.policy, "compute_action", spy)
     obs_rms = RunningMeanStd(mean=np.full(3, 4.0), std=np.full(3, 4.0))
-    path = mujoco_env().record_video(
+    path = video.record_video(
         algorithm, countdown_task, str(tmp_path / "ep"), obs_rms=obs_rms, max_steps=4
     )
     assert len(imageio.mimread(path)) == 4
@@ -211,13 +205,12 @@ def test_record_video_stops_at_max_steps_and_normalises_observations(
 def test_record_video_falls_back_to_gif_without_ffmpeg(
     countdown_task: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env_module = mujoco_env()
-    monkeypatch.setattr(env_module, "_ffmpeg_available", lambda: False)
+    monkeypatch.setattr(video, "_ffmpeg_available", lambda: False)
     algorithm = sac_for(gym.make(countdown_task))
-    path = env_module.record_video(algorithm, countdown_task, str(tmp_path / "ep.mp4"))
+    path = video.record_video(algorithm, countdown_task, str(tmp_path / "ep.mp4"))
     assert path == str(tmp_path / "ep.gif")
     assert len(imageio.mimread(path)) == CountdownEnv.length  # 10 fps: every frame is kept
-    fast = env_module.record_video(algorithm, countdown_task, str(tmp_path / "fast"), fps=100)
+    fast = video.record_video(algorithm, countdown_task, str(tmp_path / "fast"), fps=100)
     frames = imageio.mimread(fast)
     assert len(frames) == 2  # every 4th frame, 25 per second: steps 1 and 5
     assert [int(f.mean()) for f in frames] == [20, 100]
@@ -229,7 +222,7 @@ def test_record_video_falls_back_to_gif_without_ffmpeg(
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_record_video_of_a_mujoco_task_is_small(tmp_path: Path) -> None:
     algorithm = sac_for(gym.make(TASK))
-    path = mujoco_env().record_video(algorithm, TASK, str(tmp_path / "hopper.mp4"), max_steps=5)
+    path = video.record_video(algorithm, TASK, str(tmp_path / "hopper.mp4"), max_steps=5)
     frames = imageio.mimread(path)
     assert len(frames) <= 5
     assert frames[0].shape == (240, 240, 3)
@@ -239,7 +232,7 @@ def test_record_video_of_a_mujoco_task_is_small(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- command line
 def test_parser_accepts_the_published_spellings() -> None:
-    parser = mujoco_env().common_parser("doc")
+    parser = cli.common_parser("doc")
     current = parser.parse_args(["--epoch-num-steps", "7", "--num-train-envs", "3"])
     for argv in (
         ["--epoch_num_steps", "7", "--num_train_envs", "3"],  # 2.x
@@ -251,7 +244,7 @@ def test_parser_accepts_the_published_spellings() -> None:
 
 
 def test_parser_has_the_published_logger_options() -> None:
-    args = mujoco_env().common_parser("doc").parse_args([])
+    args = cli.common_parser("doc").parse_args([])
     assert (args.logger, args.wandb_project, args.resume_id) == (
         "tensorboard",
         "mujoco.benchmark",
@@ -261,12 +254,12 @@ def test_parser_has_the_published_logger_options() -> None:
 
 def test_parser_rejects_defaults_of_undeclared_options() -> None:
     with pytest.raises(ValueError, match="epoch_num_stepz"):
-        mujoco_env().common_parser("doc", epoch_num_stepz=3)
+        cli.common_parser("doc", epoch_num_stepz=3)
 
 
 @pytest.mark.parametrize("algo", list(SCRIPTS))
 def test_script_defaults_are_the_benchmark_ones(algo: str) -> None:
-    args = importlib.import_module(f"mujoco_{algo}").get_args([])
+    args = script(algo).get_args([])
     expected = {
         "ddpg": {"actor_lr": 1e-3, "exploration_noise": 0.1, "start_timesteps": 25_000},
         "td3": {"policy_noise": 0.2, "noise_clip": 0.5, "update_actor_freq": 2},
@@ -287,14 +280,13 @@ def test_script_defaults_are_the_benchmark_ones(algo: str) -> None:
 
 # ---------------------------------------------------------------------------- statistics files
 def test_obs_rms_round_trips_without_pickle(tmp_path: Path) -> None:
-    env_module = mujoco_env()
     rms = RunningMeanStd(clip_max=5.0)
     rms.update(np.arange(12.0).reshape(4, 3))
     path = str(tmp_path / "obs_rms.npz")
-    env_module.save_obs_rms(rms, path)
+    persistence.save_obs_rms(rms, path)
     with np.load(path, allow_pickle=False) as data:  # plain arrays only
         assert set(data.files) == {"mean", "var", "count", "clip_max", "eps"}
-    loaded = env_module.load_obs_rms(path)
+    loaded = persistence.load_obs_rms(path)
     np.testing.assert_array_equal(loaded.mean, rms.mean)
     np.testing.assert_array_equal(loaded.var, rms.var)
     assert (loaded.count, loaded.clip_max, loaded.eps) == (rms.count, rms.clip_max, rms.eps)

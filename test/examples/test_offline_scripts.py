@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,23 +25,18 @@ from test.data.test_minari import collect_dataset
 from tianshou.data import CollectStats, InfoStats
 from tianshou.data.minari import load_minari_buffer
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "offline"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DATASET = "mujoco/hopper/tiny-v0"
 REF_MIN, REF_MAX = -20.0, 3000.0
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 @pytest.fixture(autouse=True)
-def examples_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+def headless_with_own_datasets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     for name in ("DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLES))
 
 
 @pytest.fixture
@@ -55,11 +49,11 @@ def hopper_dataset() -> Any:
 
 
 def script(algo: str) -> ModuleType:
-    return importlib.import_module(f"minari_{algo}")
+    return importlib.import_module(f"examples.offline.minari_{algo}")
 
 
 def common() -> ModuleType:
-    return importlib.import_module("offline_common")
+    return importlib.import_module("examples.offline.offline_common")
 
 
 TINY = ["--dataset", DATASET, "--epoch", "1", "--update-per-epoch", "3", "--batch-size", "8"]
@@ -110,7 +104,8 @@ def test_missing_dataset_names_the_download_command() -> None:
 def test_missing_dataset_exit_status_from_the_command_line(tmp_path: Path) -> None:
     env = {**os.environ, "MINARI_DATASETS_PATH": str(tmp_path / "empty")}
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "minari_bc.py")],
+        [sys.executable, "-m", "examples.offline.minari_bc"],
+        cwd=REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,

@@ -3,8 +3,6 @@ simple spread with independent and parameter-shared PPO (simultaneous moves), tr
 thresholds that a random policy does not reach."""
 
 import importlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -16,20 +14,9 @@ from tianshou.algorithm.algorithm_base import RandomActionPolicy
 from tianshou.data import Collector
 from tianshou.env import DummyVectorEnv
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pettingzoo"
-
-
-@pytest.fixture
-def examples() -> Iterator[None]:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLES))
-
 
 def script(name: str) -> ModuleType:
-    return importlib.import_module(name)
+    return importlib.import_module(f"examples.pettingzoo.{name}")
 
 
 # A random second player wins about 29% of its games against a random first player (and
@@ -38,7 +25,6 @@ TIC_TAC_TOE_WIN_RATE = 0.6
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("examples")
 def test_tic_tac_toe_dqn_beats_a_random_opponent(tmp_path: Path) -> None:
     tic_tac_toe = script("tic_tac_toe")
     args = tic_tac_toe.get_args(
@@ -76,7 +62,6 @@ def test_tic_tac_toe_dqn_beats_a_random_opponent(tmp_path: Path) -> None:
     assert wins >= TIC_TAC_TOE_WIN_RATE - 0.1
 
 
-@pytest.mark.usefixtures("examples")
 def test_tic_tac_toe_options_take_every_spelling_and_warn_about_unknown_ones() -> None:
     tic_tac_toe = script("tic_tac_toe")
     dashed = tic_tac_toe.get_args(["--step-per-epoch", "5", "--training-num", "2"])
@@ -122,7 +107,6 @@ def random_spread_return(mpe_spread_ppo: ModuleType, episodes: int = 100) -> flo
 # episode return); trained teams must beat it by a wide margin within 50,000 steps.
 @pytest.mark.slow
 @pytest.mark.parametrize(("shared", "threshold"), [(True, -21.0), (False, -22.5)])
-@pytest.mark.usefixtures("examples")
 def test_simple_spread_ppo_beats_a_random_team(
     tmp_path: Path, shared: bool, threshold: float
 ) -> None:

@@ -10,8 +10,6 @@ range into the thousands below zero; with four, returns stay within about [-150,
 
 import argparse
 import importlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -23,8 +21,6 @@ from pettingzoo.butterfly import pistonball_v6
 from tianshou.algorithm.algorithm_base import Policy, RandomActionPolicy
 from tianshou.data import Collector
 from tianshou.env import DummyVectorEnv
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pettingzoo"
 
 LEARNING_ARGS = ["--n-pistons", "4", "--max-cycles", "50", "--seed", "0"]
 EVAL_EPISODES = 30
@@ -39,17 +35,8 @@ DQN_THRESHOLD = 75.0
 PPO_THRESHOLD = 70.0
 
 
-@pytest.fixture
-def examples() -> Iterator[None]:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLES))
-
-
 def script(name: str) -> ModuleType:
-    return importlib.import_module(name)
+    return importlib.import_module(f"examples.pettingzoo.{name}")
 
 
 def evaluate(
@@ -79,7 +66,6 @@ def above_noise(returns: np.ndarray) -> float:
     return float(returns.mean() + 2 * returns.std(ddof=1) / np.sqrt(len(returns)))
 
 
-@pytest.mark.usefixtures("examples")
 @pytest.mark.parametrize("continuous", [False, True])
 def test_piston_view_keeps_the_games_views_and_returns(continuous: bool) -> None:
     pistonball = script("pistonball")
@@ -112,7 +98,6 @@ def test_piston_view_keeps_the_games_views_and_returns(continuous: bool) -> None
     assert game_return != 0.0
 
 
-@pytest.mark.usefixtures("examples")
 @pytest.mark.parametrize("name", ["pistonball", "pistonball_continuous"])
 def test_watch_prints_every_episode_in_the_terminal(
     name: str, capsys: pytest.CaptureFixture[str]
@@ -129,7 +114,6 @@ def test_watch_prints_every_episode_in_the_terminal(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("examples")
 def test_pistonball_dqn_beats_random_pistons(tmp_path: Path) -> None:
     pistonball = script("pistonball")
     args = pistonball.get_args([*LEARNING_ARGS, "--epoch", "5", "--logdir", str(tmp_path)])
@@ -144,7 +128,6 @@ def test_pistonball_dqn_beats_random_pistons(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("examples")
 def test_pistonball_ppo_beats_random_pistons(tmp_path: Path) -> None:
     pistonball = script("pistonball")
     continuous = script("pistonball_continuous")

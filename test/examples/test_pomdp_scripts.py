@@ -4,7 +4,6 @@ Each script trains end to end on a tiny budget and ends with ``final test return
 """
 
 import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,23 +12,19 @@ import numpy as np
 import pytest
 import torch
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pomdp"
-
 
 @pytest.fixture(autouse=True)
-def examples_on_path() -> Iterator[None]:
+def single_threaded() -> Iterator[None]:
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    sys.path.insert(0, str(EXAMPLES))
     try:
         yield
     finally:
-        sys.path.remove(str(EXAMPLES))
         torch.set_num_threads(previous_threads)
 
 
 def test_cartpole_hides_both_velocities() -> None:
-    pomdp_envs = importlib.import_module("pomdp_envs")
+    pomdp_envs = importlib.import_module("examples.pomdp.pomdp_envs")
     env = pomdp_envs.cartpole_without_velocities()
     full = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=3)
@@ -42,7 +37,7 @@ def test_cartpole_hides_both_velocities() -> None:
 
 
 def test_pendulum_hides_the_angular_velocity() -> None:
-    pomdp_envs = importlib.import_module("pomdp_envs")
+    pomdp_envs = importlib.import_module("examples.pomdp.pomdp_envs")
     env = pomdp_envs.pendulum_without_velocity()
     obs, _ = env.reset(seed=0)
     assert env.observation_space.shape == (2,)
@@ -50,7 +45,7 @@ def test_pendulum_hides_the_angular_velocity() -> None:
 
 
 def test_bad_visible_components_are_clear_errors() -> None:
-    pomdp_envs = importlib.import_module("pomdp_envs")
+    pomdp_envs = importlib.import_module("examples.pomdp.pomdp_envs")
     with pytest.raises(ValueError, match="visible"):
         pomdp_envs.HiddenComponents(gym.make("CartPole-v1"), [4])
     with pytest.raises(ValueError, match="flat Box"):
@@ -68,7 +63,7 @@ def test_bad_visible_components_are_clear_errors() -> None:
 def test_script_trains_and_reports_the_final_test_return(
     script: str, argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = importlib.import_module(script)
+    module = importlib.import_module(f"examples.pomdp.{script}")
     common = ["--seed", "1", "--epoch", "1", "--num-test-envs", "2", "--logdir", str(tmp_path)]
     result = module.main([*common, "--logger", "tensorboard", *argv])
     last_line = capsys.readouterr().out.strip().splitlines()[-1]

@@ -1,10 +1,8 @@
-"""The example scripts' shared command line (``examples/script_cli.py``): every spelling of an
+"""The example scripts' shared command line (``examples.script_cli``): every spelling of an
 option, flexible booleans, help and errors that name each option once, the logger choice."""
 
 import argparse
 import re
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -12,16 +10,12 @@ import pytest
 
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from examples import script_cli as script_cli_module
 
 
 @pytest.fixture
-def script_cli() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        yield __import__("script_cli")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+def script_cli() -> ModuleType:
+    return script_cli_module
 
 
 def parser_with_options(script_cli: ModuleType) -> argparse.ArgumentParser:

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from test.algorithm.modelfree.pomdp_tasks import pomdp_envs
 from tianshou.algorithm.modelfree.recurrent_dqn import RecurrentDQN, RecurrentQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
 from tianshou.data import (
@@ -20,6 +19,8 @@ from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.recurrent import RecurrentQNet
 from tianshou.utils.torch_utils import policy_within_training_step
+
+from examples.pomdp import pomdp_envs
 
 
 def recurrent_policy(hidden_size: int = 16, cell: str = "lstm") -> RecurrentQLearningPolicy:

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from test.algorithm.modelfree.pomdp_tasks import pomdp_envs
 from tianshou.algorithm import SAC
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.algorithm.modelfree.recurrent_sac import RecurrentSAC, RecurrentSACPolicy
@@ -22,6 +21,8 @@ from tianshou.utils.net.recurrent import (
     RecurrentQCritic,
 )
 from tianshou.utils.torch_utils import policy_within_training_step
+
+from examples.pomdp import pomdp_envs
 
 SPACE = gym.spaces.Box(-2.0, 2.0, shape=(1,))
 

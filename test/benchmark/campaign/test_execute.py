@@ -18,7 +18,7 @@ from benchmark.campaign.execute import (
     read_scalar,
     record_failure,
 )
-from benchmark.campaign.plan import EXAMPLES_DIR, RunSpec, script_log_path
+from benchmark.campaign.plan import RunSpec, script_log_path
 from test.benchmark.campaign.fake_results import write_fake_result
 
 
@@ -62,10 +62,7 @@ def test_scalars_of_a_resumed_log_are_merged_by_step_the_later_session_winning(
     assert read_scalar(tmp_path / "no-log", "other") == ([], [])
 
 
-def test_the_checkpoint_is_in_the_script_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.syspath_prepend(str(EXAMPLES_DIR))
+def test_the_checkpoint_is_in_the_script_log(tmp_path: Path) -> None:
     spec = RunSpec("Hopper-v5", "ppo", 3, 1000)
     path = checkpoint_path(spec, tmp_path)
     assert path.parent.parent == script_log_path(spec, tmp_path)

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from benchmark.campaign.plan import (
-    EXAMPLES_DIR,
     RUNNER_OPTIONS,
     RunSpec,
     available_algorithms,
@@ -18,11 +17,6 @@ from benchmark.campaign.plan import (
     script_argv,
     script_log_path,
 )
-
-
-@pytest.fixture(autouse=True)
-def examples_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(EXAMPLES_DIR))
 
 
 def test_available_algorithms_are_the_low_level_scripts() -> None:

@@ -1,0 +1,1 @@
+"""A discrete-action script of the high-level API: DQN on CartPole."""

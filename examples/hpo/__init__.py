@@ -1,0 +1,1 @@
+"""Seed-robust hyper-parameter searches of high-level experiments (Optuna)."""

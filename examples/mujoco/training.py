@@ -1,0 +1,161 @@
+"""Running a procedural MuJoCo script: train its algorithm (off- or on-policy) or, with
+``--watch``, evaluate a saved one; everything goes under ``--logdir/<task>/<algo>/<seed>``.
+
+Every script (``mujoco_<algo>.py``) builds its algorithm with its own ``build_<algo>(args, env)``
+and hands it to :func:`run_experiment` with :func:`train_off_policy` or :func:`train_on_policy`.
+"""
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from tianshou.algorithm.algorithm_base import Algorithm
+from tianshou.data import Collector, CollectStats, InfoStats, VectorReplayBuffer
+from tianshou.env import BaseVectorEnv, VectorEnvNormObs
+from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+
+from examples.mujoco.mujoco_env import make_mujoco_env
+from examples.mujoco.persistence import checkpoint_saver, load_algorithm, save_algorithm
+from examples.mujoco.video import has_display, record_video, select_offscreen_rendering
+from examples.script_cli import logger_from_args
+
+TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
+
+
+def log_dir(args: argparse.Namespace, algo_name: str) -> str:
+    """``--logdir/<task>/<algo>/<seed>``: where a run's log, policy and video go."""
+    return os.path.join(args.logdir, args.task, algo_name, str(args.seed))
+
+
+TrainFn = Callable[
+    [TAlgorithm, BaseVectorEnv, Collector[CollectStats], str, argparse.Namespace], InfoStats
+]
+
+
+def run_experiment(
+    args: argparse.Namespace,
+    algo_name: str,
+    build: Callable[[argparse.Namespace, gym.Env], TAlgorithm],
+    train: TrainFn,
+    obs_norm: bool,
+) -> InfoStats | CollectStats:
+    """Train ``build(args, env)`` with ``train`` or, with ``--watch``, evaluate it.
+
+    With ``--resume-path`` the saved state (networks, optimisers and observation statistics) is
+    loaded first, and training continues from it. ``--watch`` evaluates ``--num-test-envs``
+    episodes; with a display they are shown in a window, without one a deterministic episode is
+    recorded to ``<log dir>/watch.mp4`` (see :func:`~examples.mujoco.video.record_video`).
+    Without a display, MuJoCo is first set to render off-screen
+    (:func:`~examples.mujoco.video.select_offscreen_rendering`).
+    """
+    select_offscreen_rendering()
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    window = args.watch and has_display()
+    env, train_envs, test_envs = make_mujoco_env(
+        args.task,
+        args.seed,
+        args.num_train_envs,
+        args.num_test_envs,
+        obs_norm=obs_norm,
+        backend=args.backend,
+        test_render_mode="human" if window else None,
+    )
+    algorithm = build(args, env)
+    log_path = log_dir(args, algo_name)
+    if args.resume_path:
+        load_algorithm(algorithm, args.resume_path, args.device, [train_envs, test_envs])
+        print(f"loaded {args.resume_path}")
+    test_collector = Collector[CollectStats](algorithm, test_envs)
+    try:
+        if args.watch:
+            if not window:
+                obs_rms = (
+                    test_envs.get_obs_rms() if isinstance(test_envs, VectorEnvNormObs) else None
+                )
+                video = os.path.join(log_path, "watch.mp4")
+                video = record_video(algorithm, args.task, video, args.seed, obs_rms)
+                print(f"no display: recorded an episode to {video}")
+            test_collector.reset()
+            render = args.render or None if window else None
+            stats = test_collector.collect(n_episode=args.num_test_envs, render=render)
+            print(f"mean return {stats.returns.mean():.1f} over {len(stats.returns)} episodes")
+            return stats
+        result = train(algorithm, train_envs, test_collector, log_path, args)
+        print(result)
+        return result
+    finally:
+        train_envs.close()
+        test_envs.close()
+
+
+def train_off_policy(
+    algorithm: Algorithm,
+    train_envs: BaseVectorEnv,
+    test_collector: Collector[CollectStats],
+    log_path: str,
+    args: argparse.Namespace,
+) -> InfoStats:
+    """Off-policy training: ``--start-timesteps`` uniformly random steps, then the trainer.
+
+    ``args`` needs, besides the common options, ``start_timesteps`` and ``update_per_step``.
+    """
+    buffer = VectorReplayBuffer(args.buffer_size, len(train_envs))
+    train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
+    train_collector.reset()
+    train_collector.collect(n_step=args.start_timesteps, random=True)
+    return algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=train_collector,
+            test_collector=test_collector,
+            max_epochs=args.epoch,
+            epoch_num_steps=args.epoch_num_steps,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            test_step_num_episodes=args.num_test_envs,
+            batch_size=args.batch_size,
+            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
+            save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
+            logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
+            resume_from_log=args.resume_id is not None or args.resume_from_log,
+            show_progress=not args.no_progress,
+        )
+    )
+
+
+def train_on_policy(
+    algorithm: Algorithm,
+    train_envs: BaseVectorEnv,
+    test_collector: Collector[CollectStats],
+    log_path: str,
+    args: argparse.Namespace,
+) -> InfoStats:
+    """On-policy training: each collection is learned from ``--update-step-num-repetitions``
+    times, then discarded.
+
+    A ``--batch-size`` at least as large as a collection learns from it in one batch.
+    """
+    buffer = VectorReplayBuffer(args.buffer_size, len(train_envs))
+    train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
+    return algorithm.run_training(
+        OnPolicyTrainerParams(
+            training_collector=train_collector,
+            test_collector=test_collector,
+            max_epochs=args.epoch,
+            epoch_num_steps=args.epoch_num_steps,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            update_step_num_repetitions=args.update_step_num_repetitions,
+            test_step_num_episodes=args.num_test_envs,
+            batch_size=args.batch_size,
+            save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
+            save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
+            logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
+            resume_from_log=args.resume_id is not None or args.resume_from_log,
+            show_progress=not args.no_progress,
+        )
+    )

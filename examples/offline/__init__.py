@@ -1,0 +1,1 @@
+"""Offline RL scripts: learning from Minari datasets of MuJoCo tasks."""

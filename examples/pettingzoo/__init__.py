@@ -1,0 +1,1 @@
+"""Multi-agent scripts on PettingZoo games."""

@@ -1,0 +1,1 @@
+"""Partially observed control: recurrent agents on tasks with hidden velocities."""
