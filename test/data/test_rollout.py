@@ -8,6 +8,7 @@ import torch
 from tianshou.data import Batch
 from tianshou.data._rollout import (
     RolloutStaging,
+    Transitions,
     as_obs,
     concat_rows,
     dicts_to_batch,
@@ -18,6 +19,7 @@ from tianshou.data._rollout import (
     replace_rows,
     stack_rows,
     take_rows,
+    take_state_rows,
     zero_rows,
 )
 
@@ -97,7 +99,8 @@ def test_concat_rows_keeps_ragged_observations_per_row() -> None:
 
 def test_take_rows_selects_from_every_kind() -> None:
     index = np.array([1])
-    assert take_rows(None, index) is None
+    assert take_state_rows(None, index) is None  # a stateless policy's state
+    np.testing.assert_array_equal(take_state_rows(np.arange(3), index), [1])
     np.testing.assert_array_equal(take_rows({"a": np.arange(3)}, index)["a"], [1])
     assert torch.equal(take_rows(torch.arange(3), index), torch.tensor([1]))
 
@@ -165,15 +168,17 @@ def stage_step(staging: RolloutStaging, t: float, env_ids: np.ndarray) -> None:
     n = len(env_ids)
     obs = np.full((n, 1), t)
     staging.stage(
-        obs,
-        np.zeros(n, dtype=np.int64),
-        obs + 1,
-        np.ones(n),
-        np.zeros(n, dtype=bool),
-        np.zeros(n, dtype=bool),
-        np.array([{"t": t}] * n),
-        None,
-        env_ids,
+        Transitions(
+            obs=obs,
+            act=np.zeros(n, dtype=np.int64),
+            obs_next=obs + 1,
+            rew=np.ones(n),
+            terminated=np.zeros(n, dtype=bool),
+            truncated=np.zeros(n, dtype=bool),
+            info=np.array([{"t": t}] * n),
+            policy=None,
+            env_ids=env_ids,
+        )
     )
 
 

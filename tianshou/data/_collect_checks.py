@@ -8,12 +8,12 @@ step with a few array operations, never element by element, and names the offend
 """
 
 import math
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+from tianshou.data._rollout import ActRows, ObsRows
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import MalformedBufferError
 
@@ -64,7 +64,7 @@ class ActionCheck:
             return None
         return cls(first)
 
-    def check_shape(self, act_env: Any, env_ids: np.ndarray) -> None:
+    def check_shape(self, act_env: ActRows | None, env_ids: np.ndarray) -> None:
         """Raise :class:`InvalidActionError` unless ``act_env`` holds one action of the space's
         shape per env of ``env_ids``."""
         if not self.shapes or not isinstance(act_env, np.ndarray | torch.Tensor):
@@ -78,7 +78,7 @@ class ActionCheck:
                 "the output size of the policy's network"
             )
 
-    def check_values(self, act: Any, act_env: Any, env_ids: np.ndarray) -> None:
+    def check_values(self, act: ActRows, act_env: ActRows | None, env_ids: np.ndarray) -> None:
         """Raise :class:`InvalidActionError` if the stored actions ``act`` or the env actions
         ``act_env`` hold NaN or inf (for a ``Box`` space), naming the envs."""
         if not self.values_need_checks or (
@@ -93,7 +93,7 @@ class ActionCheck:
             )
 
 
-def _surely_finite(values: Any) -> bool:
+def _surely_finite(values: object) -> bool:
     """Whether an array or tensor holds no NaN or inf, fast for the common float32 actions:
     their sum in float64 cannot overflow, so it is finite exactly when every value is."""
     if isinstance(values, torch.Tensor):
@@ -105,7 +105,7 @@ def _surely_finite(values: Any) -> bool:
     return bool(np.isfinite(values).all())
 
 
-def _non_finite_rows(values: Any) -> np.ndarray:
+def _non_finite_rows(values: object) -> np.ndarray:
     """Per row (first axis), whether a float array or tensor holds NaN or inf."""
     if isinstance(values, torch.Tensor):
         values = values.detach().cpu().numpy()
@@ -118,12 +118,12 @@ def _non_finite_rows(values: Any) -> np.ndarray:
     return np.asarray(~finite.reshape(len(rows), -1).all(axis=1))
 
 
-def non_finite_keys(value: Any, prefix: str) -> list[tuple[str, np.ndarray]]:
+def non_finite_keys(value: object, prefix: str) -> list[tuple[str, np.ndarray]]:
     """``(key, row mask)`` for each float array in ``value`` (an array or a Batch of arrays)
     that holds NaN or inf; the mask marks the rows (first axis) that do."""
     if isinstance(value, Batch):
         found: list[tuple[str, np.ndarray]] = []
-        for key, sub in value.__dict__.items():
+        for key, sub in value.items():
             found.extend(non_finite_keys(sub, f"{prefix}.{key}"))
         return found
     if not isinstance(value, np.ndarray | torch.Tensor):
@@ -132,7 +132,9 @@ def non_finite_keys(value: Any, prefix: str) -> list[tuple[str, np.ndarray]]:
     return [(prefix, rows)] if rows.any() else []
 
 
-def check_env_output(obs: Any, rew: Any, env_ids: np.ndarray, source: str) -> None:
+def check_env_output(
+    obs: ObsRows, rew: np.ndarray | None, env_ids: np.ndarray, source: str
+) -> None:
     """Raise :class:`NonFiniteEnvOutputError` if observations or rewards hold NaN or inf.
 
     :param obs: one observation per env of ``env_ids`` (array or Batch).

@@ -6,24 +6,67 @@ Two concerns live here, both on the collectors' hot path:
   of dicts (or, from EnvPool, as a dict of arrays) and dict observations as object arrays of
   dicts; :func:`dicts_to_batch` stacks such rows column by column, far faster than the generic
   Batch constructor, and falls back to it for anything irregular.
-* Staging: :class:`RolloutStaging` keeps the transitions of consecutive vector steps as lists of
-  the arrays the env and policy produced and turns them into one Batch for a single
-  ``buffer.add`` call. One add per many steps, instead of one per step, is what keeps the
-  per-step cost of collection small next to the cost of stepping the envs.
+* Staging: :class:`RolloutStaging` keeps the :class:`Transitions` of consecutive vector steps as
+  the env and policy produced them and turns them into one Batch for a single ``buffer.add``
+  call. One add per many steps, instead of one per step, is what keeps the per-step cost of
+  collection small next to the cost of stepping the envs.
 
+The type aliases below name the kinds of rows that move through a collection (one row per env).
 Helpers that change rows of observations or hidden states return new objects and never write
 into their inputs, because staged transitions still reference those inputs.
 """
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple, TypeAlias, TypeVar, cast
 
 import numpy as np
 import torch
 
 from tianshou.data.batch import Batch, batch_of_parsed_values
 
+ObsRows: TypeAlias = np.ndarray | torch.Tensor | Batch
+"""Observations, one row per env: an array (an object array for ragged observations), a tensor,
+or a Batch (dict observations, see :func:`as_obs`)."""
+
+InfoRows: TypeAlias = np.ndarray | Mapping[str, np.ndarray] | Batch
+"""Infos, one row per env, as a vector env returns them: an object array of dicts, a dict of
+arrays (EnvPool), or a Batch."""
+
+ActRows: TypeAlias = np.ndarray | torch.Tensor | Batch
+"""Actions, one row per env: what the policy returned (as stored), or what the envs receive."""
+
+RowValue: TypeAlias = np.ndarray | torch.Tensor | Batch | Mapping[str, "RowValue"]
+"""Anything the row helpers select, replace or join rows of."""
+
+HiddenState: TypeAlias = RowValue | None
+"""A recurrent policy's hidden state, one row per env (a tensor, an array, a Batch or a dict of
+them, e.g. an LSTM's ``hidden`` and ``cell``); None for a stateless policy."""
+
+TRows = TypeVar("TRows", bound=RowValue)
+"""The kind of rows a helper is given, and returns: the same kind it was given."""
+
 _NUMERIC_KINDS = frozenset("biufc")
+
+
+class Transitions(NamedTuple):
+    """The transitions of one vector step, one row per env that returned: what staging keeps
+    and what a step hook sees (as a Batch, see :func:`rollout_batch`)."""
+
+    obs: ObsRows
+    """The observations the envs were acted on."""
+    act: ActRows
+    """The actions, as stored (the policy's raw actions)."""
+    obs_next: ObsRows
+    """The observations the step returned (before any reset of finished envs)."""
+    rew: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    info: InfoRows
+    """The infos the step returned."""
+    policy: Batch | None
+    """The policy's ``policy`` sub-batch for the actions; None when the policy stores nothing."""
+    env_ids: np.ndarray
+    """The env of each row."""
 
 
 def dicts_to_batch(rows: Sequence[dict] | np.ndarray) -> Batch:
@@ -40,7 +83,7 @@ def dicts_to_batch(rows: Sequence[dict] | np.ndarray) -> Batch:
     # equal total size plus every row having each of the first row's keys = identical key sets
     if sum(map(len, rows)) != len(first) * len(rows):
         return Batch(rows)
-    data: dict[str, Any] = {}
+    data: dict[str, np.ndarray] = {}
     try:
         for key, value in first.items():
             if isinstance(value, dict | Batch | torch.Tensor):
@@ -54,110 +97,123 @@ def dicts_to_batch(rows: Sequence[dict] | np.ndarray) -> Batch:
     return batch_of_parsed_values(data)
 
 
-def info_to_batch(info: Any) -> Batch:
+def info_to_batch(info: InfoRows) -> Batch:
     """The Batch form of a vector env's info: an object array of dicts, a dict of arrays, or a
     Batch already."""
+    if isinstance(info, np.ndarray):
+        return dicts_to_batch(info)
     if isinstance(info, Batch):
         return info
-    if isinstance(info, dict):
-        return Batch(info)
-    return dicts_to_batch(info)
+    return Batch(dict(info))
 
 
-def as_obs(obs: Any) -> Any:
+def as_obs(obs: np.ndarray | Mapping[str, np.ndarray] | ObsRows) -> ObsRows:
     """Observations as a Batch stores them: dict observations (an object array of dicts from the
-    vector env) become a Batch; arrays, ragged object arrays and Batches pass through."""
+    vector env, or a dict of arrays) become a Batch; arrays, ragged object arrays, tensors and
+    Batches pass through."""
     if type(obs) is np.ndarray:
         if obs.dtype.kind != "O" or len(obs) == 0 or not isinstance(obs[0], dict):
             return obs
         return dicts_to_batch(obs)
-    if isinstance(obs, dict):
-        return Batch(obs)
-    return obs
+    if isinstance(obs, Mapping):
+        return Batch(dict(obs))
+    return cast(ObsRows, obs)
 
 
-def concat_rows(parts: Sequence[Any]) -> Any:
+def concat_rows(parts: Sequence[TRows]) -> TRows:
     """Join per-step values along their first axis (arrays, tensors, Batches or dicts)."""
     first = parts[0]
     if len(parts) == 1:
         return first
     if isinstance(first, np.ndarray):
         try:
-            return np.concatenate(parts)
+            return cast(TRows, np.concatenate(cast(Sequence[np.ndarray], parts)))
         except ValueError:  # ragged observations: some steps object arrays, others numeric
-            rows = [row for part in parts for row in part]
+            rows = [row for part in parts for row in cast(Sequence[np.ndarray], part)]
             out = np.empty(len(rows), dtype=object)
             for i, row in enumerate(rows):
                 out[i] = row
-            return out
+            return cast(TRows, out)
     if isinstance(first, torch.Tensor):
-        return torch.cat(list(parts))
+        return cast(TRows, torch.cat(cast(list[torch.Tensor], list(parts))))
     if isinstance(first, Batch):
-        return Batch.cat(list(parts))
-    if isinstance(first, dict):
-        for part in parts:
+        return cast(TRows, Batch.cat(cast(list[Batch], list(parts))))
+    if isinstance(first, Mapping):
+        mappings = cast(Sequence[Mapping[str, RowValue]], parts)
+        for part in mappings:
             if part.keys() != first.keys():
                 raise ValueError(
                     f"cannot join per-step dicts with keys {sorted(first)} and {sorted(part)}: "
                     "a vector env's dict of infos must report the same keys at every step"
                 )
-        return {key: concat_rows([part[key] for part in parts]) for key in first}
+        return cast(TRows, {key: concat_rows([part[key] for part in mappings]) for key in first})
     raise TypeError(f"cannot join per-step values of type {type(first).__name__}")
 
 
-def take_rows(value: Any, index: np.ndarray) -> Any:
-    """Rows ``index`` of an array, tensor, Batch, dict (per key) or None."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return {key: take_rows(v, index) for key, v in value.items()}
+def take_rows(value: TRows, index: np.ndarray) -> TRows:
+    """Rows ``index`` of an array, tensor, Batch or dict (per key)."""
+    if isinstance(value, (np.ndarray, Batch)):
+        return cast(TRows, value[index])
     if isinstance(value, torch.Tensor):
-        return value[torch.as_tensor(index, device=value.device)]
-    return value[index]
+        return cast(TRows, value[torch.as_tensor(index, device=value.device)])
+    return cast(TRows, {key: take_rows(v, index) for key, v in value.items()})
 
 
-def replace_rows(value: Any, index: np.ndarray, new: Any) -> Any:
+def take_state_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
+    """Rows ``index`` of a hidden state (None, a stateless policy's, stays None)."""
+    return None if state is None else take_rows(state, index)
+
+
+def replace_rows(value: TRows, index: np.ndarray, new: RowValue | Sequence[float]) -> TRows:
     """A copy of ``value`` whose rows ``index`` are ``new`` (arrays, object arrays, Batches,
     dicts of arrays, tensors); ``value`` itself is left untouched."""
     if isinstance(value, Batch):
-        out = batch_of_parsed_values(dict(value.__dict__))
-        for key, sub in value.__dict__.items():
-            out.__dict__[key] = replace_rows(sub, index, new[key])
-        return out
-    if isinstance(value, dict):  # EnvPool infos; keys a reset does not report keep their rows
-        return {
-            key: replace_rows(sub, index, new[key]) if key in new else sub
-            for key, sub in value.items()
-        }
+        new_batch = cast(Batch, new)
+        return cast(
+            TRows,
+            batch_of_parsed_values(
+                {key: replace_rows(sub, index, new_batch[key]) for key, sub in value.items()}
+            ),
+        )
+    if isinstance(value, Mapping):  # EnvPool infos; keys a reset does not report keep their rows
+        new_map = cast(Mapping[str, RowValue], new)
+        return cast(
+            TRows,
+            {
+                key: replace_rows(sub, index, new_map[key]) if key in new_map else sub
+                for key, sub in value.items()
+            },
+        )
     if isinstance(value, torch.Tensor):
         out_t = value.clone()
         out_t[torch.as_tensor(index, device=value.device)] = torch.as_tensor(
             new, dtype=value.dtype, device=value.device
         )
-        return out_t
+        return cast(TRows, out_t)
+    array = cast(np.ndarray, value)
     new_a = np.asarray(new)
-    if value.dtype != object and new_a.dtype != object and new_a.shape[1:] == value.shape[1:]:
-        out_a = value.copy()
+    if array.dtype != object and new_a.dtype != object and new_a.shape[1:] == array.shape[1:]:
+        out_a = array.copy()
         out_a[index] = new_a
-        return out_a
+        return cast(TRows, out_a)
     # object rows (ragged observations, infos), or rows whose shape differs from the others'
-    rows = np.empty(len(value), dtype=object)
-    for i in range(len(value)):
-        rows[i] = value[i]
+    rows = np.empty(len(array), dtype=object)
+    for i in range(len(array)):
+        rows[i] = array[i]
     for j, i in enumerate(index):
         rows[i] = new_a[j]
-    return rows
+    return cast(TRows, rows)
 
 
-def zero_rows(state: Any, index: np.ndarray) -> Any:
+def zero_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
     """A copy of a recurrent hidden state with rows ``index`` cleared (zeros, or None for object
     arrays), for environments that just started a new episode."""
     if state is None:
         return None
     if isinstance(state, Batch):
         return Batch.empty(state, index)
-    if isinstance(state, dict):
-        return {key: zero_rows(sub, index) for key, sub in state.items()}
+    if isinstance(state, Mapping):
+        return {key: cast(RowValue, zero_rows(sub, index)) for key, sub in state.items()}
     if isinstance(state, torch.Tensor):
         out_t = state.clone()
         out_t[torch.as_tensor(index, device=state.device)] = 0
@@ -167,37 +223,30 @@ def zero_rows(state: Any, index: np.ndarray) -> Any:
     return out_a
 
 
-def nbytes(value: Any) -> int:
+def nbytes(value: object) -> int:
     """Memory held by the arrays of ``value`` (0 for objects it cannot size)."""
     if isinstance(value, np.ndarray):
         return value.nbytes if value.dtype != object else 0
     if isinstance(value, torch.Tensor):
         return value.element_size() * value.nelement()
     if isinstance(value, Batch):
-        return sum(nbytes(v) for v in value.__dict__.values())
+        return sum(nbytes(v) for v in value.values())
     return 0
 
 
-def rollout_batch(
-    obs: Any,
-    act: Any,
-    obs_next: Any,
-    rew: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    info: Batch,
-    policy: Batch,
-) -> Batch:
-    """The transitions of one or more steps as the buffer stores them (``done`` derived)."""
+def rollout_batch(transitions: Transitions, info: Batch, policy: Batch) -> Batch:
+    """Transitions as the buffer stores them (``done`` derived), with their info and policy
+    entry already as Batches."""
+    terminated, truncated = transitions.terminated, transitions.truncated
     return batch_of_parsed_values(
         {
-            "obs": obs,
-            "act": act,
-            "rew": rew,
+            "obs": transitions.obs,
+            "act": transitions.act,
+            "rew": transitions.rew,
             "terminated": terminated,
             "truncated": truncated,
             "done": np.logical_or(terminated, truncated),
-            "obs_next": obs_next,
+            "obs_next": transitions.obs_next,
             "info": info,
             "policy": policy,
         }
@@ -213,43 +262,21 @@ class RolloutStaging:
     """
 
     def __init__(self) -> None:
-        self._columns: list[list[Any]] = []
+        self._staged: list[Transitions] = []
         self.steps = 0
         """Number of staged vector steps."""
-        self.act_transform: Callable[[Any], Any] | None = None
+        self.act_transform: Callable[[ActRows], ActRows] | None = None
         """Applied once to the joined actions before writing; random collection stores the
         inverse-mapped env actions, a row-wise map that is cheaper on many rows at once."""
-        self.clear()
 
     def clear(self) -> None:
         """Drop everything staged (e.g. left over from a collection interrupted by an error)."""
-        self._columns = [[] for _ in range(9)]
+        self._staged = []
         self.steps = 0
 
-    def stage(
-        self,
-        obs: Any,
-        act: Any,
-        obs_next: Any,
-        rew: np.ndarray,
-        terminated: np.ndarray,
-        truncated: np.ndarray,
-        info: Any,
-        policy: Batch | None,
-        env_ids: np.ndarray,
-    ) -> None:
-        """Keep one vector step's transitions (``env_ids``: the env of each row; ``policy``
-        None when the policy stores nothing)."""
-        columns = self._columns
-        columns[0].append(obs)
-        columns[1].append(act)
-        columns[2].append(obs_next)
-        columns[3].append(rew)
-        columns[4].append(terminated)
-        columns[5].append(truncated)
-        columns[6].append(info)
-        columns[7].append(policy)
-        columns[8].append(env_ids)
+    def stage(self, transitions: Transitions) -> None:
+        """Keep one vector step's transitions."""
+        self._staged.append(transitions)
         self.steps += 1
 
     def take(self) -> tuple[Batch, np.ndarray] | None:
@@ -257,8 +284,10 @@ class RolloutStaging:
         the staging is cleared."""
         if not self.steps:
             return None
-        obs, act, obs_next, rew, term, trunc, info, policy, ids = self._columns
+        staged = self._staged
         self.clear()
+        # one C-level transposition of the staged steps into per-field sequences
+        obs, act, obs_next, rew, term, trunc, info, policy, ids = zip(*staged, strict=True)
         joined_act = concat_rows(act)
         if self.act_transform is not None:
             joined_act = self.act_transform(joined_act)
@@ -266,44 +295,50 @@ class RolloutStaging:
             joined_policy = Batch()
         else:
             joined_policy = concat_rows([Batch() if p is None else p for p in policy])
-        batch = rollout_batch(
+        joined = Transitions(
             concat_rows(obs),
             joined_act,
             concat_rows(obs_next),
             concat_rows(rew),
             concat_rows(term),
             concat_rows(trunc),
-            info_to_batch(concat_rows(info)),
+            concat_rows(info),
             joined_policy,
+            _joined_env_ids(ids),
         )
-        first_ids = ids[0]
-        if all(part is first_ids for part in ids):  # the same envs stepped every time
-            return batch, np.tile(first_ids, len(ids))
-        return batch, concat_rows(ids)
+        return rollout_batch(joined, info_to_batch(joined.info), joined_policy), joined.env_ids
 
 
-def stack_rows(rows: Sequence[Any]) -> Any:
+def _joined_env_ids(ids: Sequence[np.ndarray]) -> np.ndarray:
+    first_ids = ids[0]
+    if all(part is first_ids for part in ids):  # the same envs stepped every time
+        return np.tile(first_ids, len(ids))
+    return concat_rows(ids)
+
+
+def stack_rows(rows: Sequence[TRows]) -> TRows:
     """Stack single rows (numpy scalars/arrays, tensors or Batches) along a new first axis."""
     first = rows[0]
     if isinstance(first, Batch):
-        return Batch.stack(list(rows))
+        return cast(TRows, Batch.stack(cast(list[Batch], list(rows))))
     if isinstance(first, torch.Tensor):
-        return torch.stack(list(rows))
-    return np.stack(rows)
+        return cast(TRows, torch.stack(cast(list[torch.Tensor], list(rows))))
+    return cast(TRows, np.stack(cast(Sequence[np.ndarray], rows)))
 
 
-def put_rows(value: Any, index: np.ndarray, new: Any, total: int) -> Any:
-    """Like :func:`replace_rows`, but ``value`` None stands for ``total`` zero rows shaped like
-    ``new`` (a per-env hidden state that does not exist yet)."""
+def put_rows(value: HiddenState, index: np.ndarray, new: RowValue, total: int) -> RowValue:
+    """Like :func:`replace_rows` for a hidden state, but ``value`` None stands for ``total`` zero
+    rows shaped like ``new`` (a per-env hidden state that does not exist yet)."""
     if value is None:
         if len(index) == total:
             return new
         value = zero_rows(take_rows(new, np.zeros(total, dtype=np.int64)), np.arange(total))
+        assert value is not None
     return replace_rows(value, index, new)
 
 
-def env_ids_of(info: Any) -> np.ndarray:
+def env_ids_of(info: InfoRows) -> np.ndarray:
     """The ``env_id`` of every row of a vector env's info (object array, dict or Batch)."""
-    if isinstance(info, dict | Batch):
-        return np.asarray(info["env_id"], dtype=np.int64)
-    return np.fromiter((row["env_id"] for row in info), dtype=np.int64, count=len(info))
+    if isinstance(info, np.ndarray):
+        return np.fromiter((row["env_id"] for row in info), dtype=np.int64, count=len(info))
+    return np.asarray(info["env_id"], dtype=np.int64)

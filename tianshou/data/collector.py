@@ -26,7 +26,9 @@ How a collection step works, and why:
 
 The collectors below hold what lasts across calls (the envs' current observations, hooks); one
 call's loop, from the policy's action to the buffer write, is :class:`CollectRun` in
-:mod:`tianshou.data._collect_run`.
+:mod:`tianshou.data._collect_run`, the same loop for both collectors. They differ only in the
+:class:`~tianshou.data._env_stepping.EnvStepping` they give it, which decides the envs each step
+acts for and waits for (:mod:`tianshou.data._env_stepping`).
 """
 
 import time
@@ -42,7 +44,13 @@ from tianshou.data._collect_checks import (
     NonFiniteEnvOutputError,
     check_env_output,
 )
-from tianshou.data._collect_run import AsyncPending, CollectRun, EnvCursor
+from tianshou.data._collect_run import CollectRun
+from tianshou.data._env_stepping import (
+    EnvCursor,
+    EnvStepping,
+    LockstepStepping,
+    ReadyFirstStepping,
+)
 from tianshou.data._rollout import as_obs
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
@@ -246,6 +254,10 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
             return None
         return ActionCheck.for_spaces(spaces) if spaces else None
 
+    def _stepping(self, n_episode: int | None) -> EnvStepping:
+        """Which envs each step of a call acts for and waits for: all active envs together."""
+        return LockstepStepping(self.env, n_episode)
+
     def _collect(
         self,
         stats: TCollectStats,
@@ -258,12 +270,12 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
         cursor = self._check_is_reset()
         run = self._new_run(stats, random, gym_reset_kwargs)
         try:
-            self._cursor = run.collect_sync(cursor, n_step, n_episode, render)
+            self._cursor = run.collect(cursor, self._stepping(n_episode), n_step, n_episode, render)
         except StopIteration:
             self._cursor = run.exhausted_at  # None unless a finite env's reset raised it
             raise
-        if n_episode is not None:
-            self.reset_env(gym_reset_kwargs)
+        if n_episode is not None and self._steps_all_envs_together:
+            self.reset_env(gym_reset_kwargs)  # envs retired mid-episode start afresh
 
 
 class AsyncCollector(Collector[TCollectStats], Generic[TCollectStats]):
@@ -299,29 +311,17 @@ class AsyncCollector(Collector[TCollectStats], Generic[TCollectStats]):
             raise_on_nan_in_buffer,
             collect_stats_class,
         )
-        self._pending = AsyncPending(self.env_num)
+        self._ready_first = ReadyFirstStepping(self.env)
+        """Which envs are ready, and the actions sent to the others; lasts across calls."""
 
     def reset_env(self, gym_reset_kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
         # an env that is still stepping cannot be reset: let every env finish its step first
         while getattr(self.env, "waiting_id", None):
             self.env.step(None)
         result = super().reset_env(gym_reset_kwargs)
-        self._pending = AsyncPending(self.env_num)
+        self._ready_first = ReadyFirstStepping(self.env)
         return result
 
-    def _collect(
-        self,
-        stats: TCollectStats,
-        n_step: int | None,
-        n_episode: int | None,
-        random: bool,
-        render: float | None,
-        gym_reset_kwargs: dict[str, Any] | None,
-    ) -> None:
-        cursor = self._check_is_reset()
-        run = self._new_run(stats, random, gym_reset_kwargs)
-        try:
-            self._cursor = run.collect_async(cursor, self._pending, n_step, n_episode, render)
-        except StopIteration:
-            self._cursor = run.exhausted_at  # None unless a finite env's reset raised it
-            raise
+    def _stepping(self, n_episode: int | None) -> EnvStepping:
+        """Which envs each step acts for and waits for: whichever are ready first."""
+        return self._ready_first

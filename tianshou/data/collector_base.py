@@ -115,7 +115,7 @@ def _clock() -> float:
 def _null_keys(batch: Batch, prefix: str = "") -> list[str]:
     """Dotted keys of the leaves of an ``isnull()`` mask Batch that contain a True."""
     keys: list[str] = []
-    for key, value in batch.__dict__.items():
+    for key, value in batch.items():
         if isinstance(value, Batch):
             keys.extend(_null_keys(value, f"{prefix}{key}."))
         elif value is not None and np.any(to_numpy(value)):
@@ -143,7 +143,9 @@ class BaseCollector(Generic[TCollectStats], ABC):
     """
 
     _steps_all_envs_together = True
-    """Whether every step steps all (active) envs, so ``n_step`` rounds up to a multiple."""
+    """Whether every step steps all (active) envs together: ``n_step`` then rounds up to a
+    multiple of the number of envs, and after ``n_episode`` collection, which retires surplus
+    envs mid-episode, all envs are reset."""
 
     def __init__(
         self,
@@ -170,7 +172,7 @@ class BaseCollector(Generic[TCollectStats], ABC):
         self.collect_episode = 0
         self.collect_time = 0.0
         self._is_closed = False
-        self._action_space: Any = None
+        self._action_space: gym.Space | list[gym.Space] | None = None
         self._fault: str | None = None
         """Why the collector must be reset before collecting (None when it need not be)."""
 
@@ -180,7 +182,7 @@ class BaseCollector(Generic[TCollectStats], ABC):
         return len(self.env)
 
     @property
-    def action_space(self) -> Any:
+    def action_space(self) -> gym.Space | list[gym.Space]:
         """The env's action space(s) (one per env for a vector env); read from the env on first
         use, so envs without one can still be stepped by a policy."""
         if self._action_space is None:

@@ -8,7 +8,7 @@ refreshed once at the end; a collector can be given a subclass to record more.
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 import torch
@@ -131,7 +131,7 @@ class CollectStats(CollectStatsBase):
     def update_at_episode_done(
         self,
         episode_batch: Batch,
-        episode_return: Any,
+        episode_return: float | np.ndarray,
         refresh_sequence_stats: bool = False,
     ) -> None:
         """Record one finished episode.
@@ -140,14 +140,21 @@ class CollectStats(CollectStatsBase):
         :param episode_return: the episode's undiscounted return.
         :param refresh_sequence_stats: recompute ``returns_stat``/``lens_stat`` right away.
         """
-        self._extend_episodes(np.asarray([episode_return]), np.array([len(episode_batch)]))
+        self.add_episodes(np.asarray([episode_return]), np.array([len(episode_batch)]))
         if refresh_sequence_stats:
             self.refresh_return_stats()
             self.refresh_len_stats()
 
-    def _extend_episodes(self, returns: np.ndarray, lens: np.ndarray) -> None:
-        """Append several finished episodes at once (the collector's path for the default class,
-        which needs only returns and lengths, so no episode Batch has to be built)."""
+    def add_episodes(self, returns: np.ndarray, lens: np.ndarray) -> None:
+        """Record several finished episodes at once from their returns and lengths.
+
+        The collector's path for a stats class that keeps the default
+        :meth:`update_at_episode_done`: it needs only returns and lengths, so no episode Batch
+        has to be read back from the buffer.
+
+        :param returns: the undiscounted return of each episode, in the order they ended.
+        :param lens: the length (steps) of each episode.
+        """
         returns = np.asarray(returns, dtype=float)
         self.returns = (
             returns if self.returns.size == 0 else np.concatenate((self.returns, returns))
