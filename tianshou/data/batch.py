@@ -81,8 +81,14 @@ def _parse_into(target: dict[str, Any], source: Mapping[str, Any]) -> None:
             raise AssertionError(
                 f"Batch keys must be str, but got key {key!r} of type {type(key).__name__}"
             )
-        if type(value) is np.ndarray and value.dtype.kind in NUMERIC_KINDS:
+        # the two most common values (numeric arrays, nested dicts) skip the general parser
+        value_type = type(value)
+        if value_type is np.ndarray and value.dtype.kind in NUMERIC_KINDS:
             target[key] = value
+        elif value_type is dict:
+            nested = object.__new__(Batch)
+            _parse_into(nested.__dict__, value)
+            target[key] = nested
         else:
             target[key] = _parse_value(value)
 

@@ -385,3 +385,19 @@ def test_against_naive_reference(size: int, ops: list, norm: bool) -> None:
             index = buf.sample_indices(0)
             assert np.allclose(buf[index].weight, ref.weight(index, norm))
             assert np.all(ref.prio[buf.sample_indices(20)] > 0)
+
+
+def test_sample_matches_drawing_then_reading() -> None:
+    """``sample`` takes the priorities from the tree search itself; the batch, indices and
+    weights must equal those of ``sample_indices`` followed by indexing, for the same seed."""
+    fast, slow = vector(total=60, num=3), vector(total=60, num=3)
+    for buf in (fast, slow):
+        for i in range(40):
+            buf.add(Batch.stack([step(i), step(i + 100), step(i + 200)]), buffer_ids=[0, 1, 2])
+        buf.update_weight(np.arange(0, 60, 3), np.linspace(0.1, 5.0, 20))
+    batch, index = fast.sample(32)
+    expected_index = slow.sample_indices(32)
+    expected = slow[expected_index]
+    assert np.array_equal(index, expected_index)
+    assert np.array_equal(batch.weight, expected.weight) and batch.weight.max() == 1.0
+    assert np.array_equal(batch.obs, expected.obs) and np.array_equal(batch.rew, expected.rew)

@@ -226,6 +226,16 @@ def test_pickle_round_trip() -> None:
     assert copy.reduce() == 31.0 and tree.reduce() == 21.0
 
 
+def test_sampling_also_returns_the_drawn_leaf_values() -> None:
+    tree = SegmentTree(100)
+    tree[np.arange(100)] = np.arange(100.0) % 7
+    index, values = tree._sample_with_values(np.random.default_rng(0).random(500))
+    assert np.array_equal(values, tree[index]) and np.all(values > 0)
+    assert np.array_equal(tree._leaf_values(), np.arange(100.0) % 7)
+    tree._clear()
+    assert tree.reduce() == 0.0 and not tree._leaf_values().any()
+
+
 def test_module_import_does_not_import_numba() -> None:
     code = (
         "import sys, tianshou.data.utils.segtree as s; "

@@ -14,29 +14,27 @@ runs code chosen by whoever wrote the file, so it needs ``allow_pickle=True``. F
 the published library (and by earlier versions of this one) pickle the random generator, so they
 load through the same opt-in.
 
-After loading, every counter is checked to lie within its sub-buffer's size and every stored
-array to have one row per slot: corrupted counters would otherwise make the compiled bookkeeping
-kernels read or write outside the storage.
+This module is a format on top of the buffer's state (:mod:`._state`): it writes what
+``__getstate__`` returns and restores through ``__setstate__``, which also runs the consistency
+check of every loader. It knows buffer classes only through that state protocol, so it imports
+none of them.
 """
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from tianshou.data.buffer import _kernels as K
-from tianshou.data.buffer._state import BufferFileError, MalformedBufferError
+from tianshou.data.buffer._state import BufferFileError, BufferStateMixin, MalformedBufferError
 from tianshou.data.utils.converter import _attribute_value, from_hdf5, to_hdf5
 from tianshou.data.utils.segtree import SegmentTree
 
 if TYPE_CHECKING:
     import h5py
 
-    from tianshou.data.buffer.buffer_base import ReplayBuffer
-
 FORMAT_VERSION = 2
 """Version of the layout written by :func:`save_buffer` (files without it use the published one)."""
 
-TBuffer = TypeVar("TBuffer", bound="ReplayBuffer")
+TBuffer = TypeVar("TBuffer", bound=BufferStateMixin)
 
 _FORMAT = "__buffer_format__"
 _CLASS = "__buffer_class__"
@@ -44,11 +42,10 @@ _TYPE = "__data_type__"
 _SCALARS = (bool, int, float, str, np.bool_, np.integer, np.floating)
 _MT_KEYS = 624  # length of the Mersenne-Twister state of np.random.RandomState
 _LIBVER = ("v108", "v110")  # object headers with checksums, readable by HDF5 >= 1.10
-_FLAGS = ("terminated", "truncated", "done")
 
 
 # ---------------------------------------------------------------------------------- writing
-def save_buffer(buffer: "ReplayBuffer", path: str, compression: str | None) -> None:
+def save_buffer(buffer: BufferStateMixin, path: str, compression: str | None) -> None:
     """Write ``buffer``'s state to a new HDF5 file at ``path`` (see the module docstring)."""
     import h5py
 
@@ -105,13 +102,11 @@ def _tagged_group(group: "h5py.Group", key: str, tag: str) -> "h5py.Group":
 
 
 def _is_buffer_array(value: Any) -> bool:
-    from tianshou.data.buffer.buffer_base import ReplayBuffer
-
     return (
         isinstance(value, np.ndarray)
         and value.dtype == object
         and value.ndim == 1
-        and all(isinstance(v, ReplayBuffer) for v in value)
+        and all(isinstance(v, BufferStateMixin) for v in value)
     )
 
 
@@ -122,7 +117,7 @@ def load_buffer(
     device: str | None,
     allow_pickle: bool,
 ) -> TBuffer:
-    """Read a buffer of class ``cls`` from ``path`` and check its consistency.
+    """Read a buffer of class ``cls`` from ``path``; restoring it checks its consistency.
 
     :raises BufferFileError: naming ``path`` if the file cannot be opened, is corrupted, holds
         another buffer class, needs unpickling while ``allow_pickle`` is False, or holds
@@ -147,7 +142,6 @@ def load_buffer(
                 state = from_hdf5(f, device=device, allow_pickle=allow_pickle)
         buf = cls.__new__(cls)
         buf.__setstate__(state)
-        buf._check_state()
     except BufferFileError:
         raise
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
@@ -169,14 +163,14 @@ def _check_format(f: "h5py.File", cls: type) -> None:
         )
 
 
-def _check_published_layout(f: "h5py.File", cls: type) -> None:
+def _check_published_layout(f: "h5py.File", cls: type[BufferStateMixin]) -> None:
     """Tell buffer kinds apart in files without a class name (published layout) by the fields
-    only a manager (``buffers``) or a prioritized buffer (``weight``) writes."""
-    from tianshou.data.buffer.manager import ReplayBufferManager
-    from tianshou.data.buffer.prio import PrioritizedReplayBuffer
-
-    for key, kind in (("buffers", ReplayBufferManager), ("weight", PrioritizedReplayBuffer)):
-        if (key in f) != issubclass(cls, kind):
+    only some kinds write (``_state_markers``: a manager's ``buffers``, a prioritized buffer's
+    ``weight``)."""
+    own = cls._state_markers()
+    known = own.union(*(kind._state_markers() for kind in _buffer_classes()))
+    for key in sorted(known):
+        if (key in f) != (key in own):
             held = "a" if key in f else "no"
             raise MalformedBufferError(
                 f"the file (published layout) holds {held} '{key}' field, so it was not written "
@@ -262,124 +256,25 @@ def _read_buffers(group: Any, device: str | None, allow_pickle: bool) -> np.ndar
     return buffers
 
 
-def _known_buffer_class(name: str) -> type["ReplayBuffer"]:
-    """The loaded ReplayBuffer subclass called ``name``; nothing is imported on the file's
-    behalf, so only classes the program already defined can be named."""
-    from tianshou.data.buffer.buffer_base import ReplayBuffer
-
-    todo: list[type[ReplayBuffer]] = [ReplayBuffer]
+def _buffer_classes() -> list[type[BufferStateMixin]]:
+    """Every buffer class the program has defined so far (the subclasses of the state mixin)."""
+    found: list[type[BufferStateMixin]] = []
+    todo = list(BufferStateMixin.__subclasses__())
     while todo:
         kind = todo.pop()
+        if kind not in found:
+            found.append(kind)
+            todo.extend(kind.__subclasses__())
+    return found
+
+
+def _known_buffer_class(name: str) -> type[BufferStateMixin]:
+    """The defined buffer class called ``name``; nothing is imported on the file's behalf, so
+    only classes the program already defined can be named."""
+    for kind in _buffer_classes():
         if kind.__qualname__ == name:
             return kind
-        todo.extend(kind.__subclasses__())
     raise MalformedBufferError(
         f"the file names the sub-buffer class {name!r}, which is not a ReplayBuffer subclass "
         f"defined in this program; import the module defining it before loading",
     )
-
-
-# ---------------------------------------------------------------------------------- checking
-def check_layout(buf: "ReplayBuffer") -> None:
-    """Check that ``buf``'s counters, offsets and storage fit together.
-
-    :raises MalformedBufferError: naming the first inconsistent field.
-    """
-    from tianshou.data.buffer.manager import ReplayBufferManager
-
-    if buf.maxsize < 0:
-        raise MalformedBufferError(f"maxsize is {buf.maxsize}; a buffer size cannot be negative")
-    if buf.stack_num < 1:
-        raise MalformedBufferError(f"stack_num is {buf.stack_num}; it must be >= 1")
-    maxsizes, offsets = buf._maxsizes, buf._offset
-    k = len(maxsizes)
-    expected_offsets = np.concatenate([[0], np.cumsum(maxsizes)[:-1]])
-    if (
-        maxsizes.ndim != 1
-        or np.any(maxsizes < 0)
-        or maxsizes.sum() != buf.maxsize
-        or offsets.shape != (k,)
-        or not np.array_equal(offsets, expected_offsets)
-    ):
-        raise MalformedBufferError(
-            f"sub-buffer sizes {maxsizes.tolist()} and offsets {offsets.tolist()} do not add up "
-            f"to maxsize {buf.maxsize}",
-        )
-    _check_counters(buf._istate, buf._ep_ret, maxsizes, buf._rew_shape)
-    _check_storage(buf)
-    if isinstance(buf, ReplayBufferManager):
-        _check_subbuffers(buf)
-
-
-def _check_counters(
-    istate: np.ndarray,
-    ep_ret: np.ndarray,
-    maxsizes: np.ndarray,
-    rew_shape: tuple[int, ...],
-) -> None:
-    k = len(maxsizes)
-    if istate.shape != (K.N_STATE_ROWS, k):
-        raise MalformedBufferError(
-            f"counter matrix has shape {istate.shape}, expected {(K.N_STATE_ROWS, k)}",
-        )
-    width = int(np.prod(rew_shape)) if rew_shape else 1
-    if ep_ret.shape != (k, width):
-        raise MalformedBufferError(
-            f"episode returns have shape {ep_ret.shape}, expected {(k, width)} for rewards of "
-            f"shape {rew_shape}",
-        )
-    slots = np.maximum(maxsizes, 1)
-    limits = {
-        "insertion index": (K.INS, slots),
-        "size": (K.SIZE, maxsizes + 1),
-        "last index": (K.LAST, slots),
-        "episode start": (K.EP_START, slots),
-    }
-    for name, (row, limit) in limits.items():
-        bad = (istate[row] < 0) | (istate[row] >= limit)
-        if bad.any():
-            b = int(np.flatnonzero(bad)[0])
-            raise MalformedBufferError(
-                f"{name} {istate[row, b]} of sub-buffer {b} is outside [0, {int(limit[b])}) "
-                f"(sub-buffer size {int(maxsizes[b])})",
-            )
-    if np.any(istate[K.EP_LEN] < 0):
-        raise MalformedBufferError(f"negative episode length in {istate[K.EP_LEN].tolist()}")
-
-
-def _check_storage(buf: "ReplayBuffer") -> None:
-    leaves = buf._storage_index.leaves
-    if not leaves and len(buf):
-        raise MalformedBufferError(f"the buffer reports {len(buf)} transitions but stores none")
-    for path, spec in leaves.items():
-        name = ".".join(str(p) for p in path)
-        if len(spec.array) != buf.maxsize:
-            raise MalformedBufferError(
-                f"stored field '{name}' has {len(spec.array)} rows, expected maxsize {buf.maxsize}",
-            )
-        if name in _FLAGS and (spec.is_tensor or spec.dtype != bool or spec.tail):
-            raise MalformedBufferError(
-                f"stored field '{name}' must be a bool array of shape ({buf.maxsize},), "
-                f"got {spec.dtype} rows of shape {spec.tail}",
-            )
-    rew = buf._meta.__dict__.get("rew")
-    if isinstance(rew, np.ndarray) and rew.shape[1:] != buf._rew_shape:
-        raise MalformedBufferError(
-            f"stored rewards have rows of shape {rew.shape[1:]}, but the episode returns are "
-            f"kept for shape {buf._rew_shape}",
-        )
-
-
-def _check_subbuffers(manager: Any) -> None:
-    buffers = manager.buffers
-    if manager.buffer_num != len(manager._maxsizes):
-        raise MalformedBufferError(
-            f"{manager.buffer_num} sub-buffers for {len(manager._maxsizes)} counter columns",
-        )
-    first = type(buffers[0])
-    for b, buf in enumerate(buffers):
-        if type(buf) is not first or buf.options != manager.options:
-            raise MalformedBufferError(
-                f"sub-buffer {b} is a {type(buf).__name__} with options {buf.options}; expected "
-                f"a {first.__name__} with the manager's options {manager.options}",
-            )

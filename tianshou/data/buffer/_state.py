@@ -1,8 +1,12 @@
-"""Counter attributes, pickling and HDF5 persistence for the replay buffers.
+"""A replay buffer's state: its counters, (un)pickling, and the check that a state is consistent.
 
-Pickling a buffer stores everything, including callables, and unpickling runs code from the
-pickle: load pickled buffers only from trusted sources. HDF5 files (:mod:`._hdf5`) are read as
-data and unpickle nothing unless the caller allows it.
+This is the bottom of the buffer package's persistence: the buffer classes build on it, and the
+file formats depend on it, never the other way round. Pickling a buffer stores its state dict,
+callables included, and unpickling runs code from the pickle: load pickled buffers only from
+trusted sources. HDF5 files (:mod:`._hdf5`) are read as data and unpickle nothing unless the
+caller allows it. Every loader (unpickling, HDF5) ends in :meth:`BufferStateMixin.__setstate__`,
+which runs the consistency check :meth:`BufferStateMixin._check_state`: corrupted counters would
+otherwise make the compiled bookkeeping kernels read or write outside the storage.
 
 The counters of every buffer live in the int64 matrix ``_istate`` and the float matrix
 ``_ep_ret`` (column 0 for a plain buffer or a sub-buffer's view of its manager's column). The
@@ -12,16 +16,16 @@ and :meth:`BufferStateMixin.__setstate__` also accepts states pickled with those
 attributes (buffers saved by Tianshou 1.x/2.x).
 """
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any
 
 import numpy as np
 
+from tianshou.data.batch import Batch
 from tianshou.data.buffer import _kernels as K
-
-if TYPE_CHECKING:
-    from tianshou.data.batch import Batch
+from tianshou.data.buffer._storage import StorageIndex
 
 _CACHES = ("_storage_index",)
+_FLAGS = ("terminated", "truncated", "done")
 
 
 class MalformedBufferError(RuntimeError, ValueError):
@@ -47,15 +51,27 @@ _LEGACY_SCALARS = {
 
 
 class BufferStateMixin:
-    """Named access to a buffer's counters, (un)pickling and HDF5 files of the buffer."""
+    """Named access to a buffer's counters, (un)pickling, and the consistency check of a state."""
 
     _istate: np.ndarray
     _ep_ret: np.ndarray
     _rew_shape: tuple[int, ...]
+    _maxsizes: np.ndarray
+    _offset: np.ndarray
+    _meta: Batch
+    _storage_index: StorageIndex
     maxsize: int
+    stack_num: int
 
-    def _set_storage(self, meta: "Batch") -> None:
+    def _set_storage(self, meta: Batch) -> None:
         raise NotImplementedError
+
+    @classmethod
+    def _state_markers(cls) -> frozenset[str]:
+        """State fields only this kind of buffer keeps (a manager's ``buffers``, a prioritized
+        buffer's ``weight``): they tell buffer kinds apart in files that do not name their class.
+        Subclasses adding such a field extend their parent's set."""
+        return frozenset()
 
     @property
     def _insertion_idx(self) -> int:
@@ -120,12 +136,11 @@ class BufferStateMixin:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a pickled (or HDF5-loaded) state, including ones with published-style plain
-        counter attributes.
+        counter attributes, and check that it is consistent (:meth:`_check_state`).
 
-        :raises MalformedBufferError: if fields a buffer needs are missing.
+        :raises MalformedBufferError: if fields a buffer needs are missing, or the counters,
+            offsets and storage do not fit together.
         """
-        from tianshou.data.batch import Batch
-
         state = dict(state)
         missing = [k for k in ("maxsize", "_meta") if k not in state]
         if missing or not isinstance(state["_meta"], Batch):
@@ -143,59 +158,99 @@ class BufferStateMixin:
         meta = state.pop("_meta")
         self.__dict__.update(state)
         self._set_storage(meta)
+        self._check_state()
 
     def _check_state(self) -> None:
-        """Check that counters, offsets and storage fit together (run after loading a file).
+        """Check that counters, offsets and storage fit together (run by every loader).
+
+        Subclasses with more state (sub-buffers, a priority tree) extend the check.
 
         :raises MalformedBufferError: naming the first inconsistent field.
         """
-        from tianshou.data.buffer._hdf5 import check_layout
+        if self.maxsize < 0:
+            raise MalformedBufferError(
+                f"maxsize is {self.maxsize}; a buffer size cannot be negative",
+            )
+        if self.stack_num < 1:
+            raise MalformedBufferError(f"stack_num is {self.stack_num}; it must be >= 1")
+        maxsizes, offsets = self._maxsizes, self._offset
+        k = len(maxsizes)
+        expected_offsets = np.concatenate([[0], np.cumsum(maxsizes)[:-1]])
+        if (
+            maxsizes.ndim != 1
+            or np.any(maxsizes < 0)
+            or maxsizes.sum() != self.maxsize
+            or offsets.shape != (k,)
+            or not np.array_equal(offsets, expected_offsets)
+        ):
+            raise MalformedBufferError(
+                f"sub-buffer sizes {maxsizes.tolist()} and offsets {offsets.tolist()} do not add "
+                f"up to maxsize {self.maxsize}",
+            )
+        _check_counters(self._istate, self._ep_ret, maxsizes, self._rew_shape)
+        self._check_storage()
 
-        check_layout(self)  # type: ignore[arg-type]
+    def _check_storage(self) -> None:
+        """Check that every stored array has one row per slot and the flags are bools."""
+        leaves = self._storage_index.leaves
+        stored = int(self._istate[K.SIZE].sum())
+        if not leaves and stored:
+            raise MalformedBufferError(f"the buffer reports {stored} transitions but stores none")
+        for path, spec in leaves.items():
+            name = ".".join(str(p) for p in path)
+            if len(spec.array) != self.maxsize:
+                raise MalformedBufferError(
+                    f"stored field '{name}' has {len(spec.array)} rows, expected maxsize "
+                    f"{self.maxsize}",
+                )
+            if name in _FLAGS and (spec.is_tensor or spec.dtype != bool or spec.tail):
+                raise MalformedBufferError(
+                    f"stored field '{name}' must be a bool array of shape ({self.maxsize},), "
+                    f"got {spec.dtype} rows of shape {spec.tail}",
+                )
+        rew = self._meta.__dict__.get("rew")
+        if isinstance(rew, np.ndarray) and rew.shape[1:] != self._rew_shape:
+            raise MalformedBufferError(
+                f"stored rewards have rows of shape {rew.shape[1:]}, but the episode returns are "
+                f"kept for shape {self._rew_shape}",
+            )
 
-    def save_hdf5(self, path: str, compression: str | None = None) -> None:
-        """Write the whole buffer (data, counters, options, random generator) to an HDF5 file.
 
-        Numeric data and the buffer's own metadata are stored as plain HDF5 datasets and
-        attributes with checksums; object arrays (e.g. strings in ``info``) and callables are
-        pickled, and loading such a file then needs ``allow_pickle=True``.
-
-        :param path: file to create (overwritten if it exists).
-        :param compression: HDF5 filter for the data arrays, e.g. ``"gzip"`` or ``"lzf"``.
-        """
-        from tianshou.data.buffer._hdf5 import save_buffer
-
-        save_buffer(self, path, compression)  # type: ignore[arg-type]
-
-    @classmethod
-    def load_hdf5(
-        cls,
-        path: str,
-        device: str | None = None,
-        *,
-        allow_pickle: bool = False,
-    ) -> Self:
-        """Load a buffer written by :meth:`save_hdf5` (or by the published library).
-
-        Unlike pickle files of buffers, which run code by design and must only be loaded from
-        trusted sources, an HDF5 file is read as data: nothing is unpickled unless
-        ``allow_pickle`` is True. Its checksums, the buffer class it names and the consistency of
-        its counters are checked.
-
-        :param path: the HDF5 file.
-        :param device: device for stored tensors (default: CPU).
-        :param allow_pickle: also unpickle what the file holds as pickles (object arrays,
-            callables such as HER's reward function, and the whole metadata of files in the
-            published layout). Unpickling runs code chosen by whoever wrote the file: pass True
-            only for files you trust.
-        :raises BufferFileError: (an ``OSError`` and a :class:`MalformedBufferError`) naming
-            ``path`` if the file cannot be opened, is corrupted or truncated, holds another
-            buffer class, needs unpickling while ``allow_pickle`` is False, or holds counters or
-            arrays that do not fit the buffer's size.
-        """
-        from tianshou.data.buffer._hdf5 import load_buffer
-
-        return load_buffer(cls, path, device, allow_pickle)  # type: ignore[type-var]
+def _check_counters(
+    istate: np.ndarray,
+    ep_ret: np.ndarray,
+    maxsizes: np.ndarray,
+    rew_shape: tuple[int, ...],
+) -> None:
+    """Check the shapes of the counter matrices and that every counter indexes its sub-buffer."""
+    k = len(maxsizes)
+    if istate.shape != (K.N_STATE_ROWS, k):
+        raise MalformedBufferError(
+            f"counter matrix has shape {istate.shape}, expected {(K.N_STATE_ROWS, k)}",
+        )
+    width = int(np.prod(rew_shape)) if rew_shape else 1
+    if ep_ret.shape != (k, width):
+        raise MalformedBufferError(
+            f"episode returns have shape {ep_ret.shape}, expected {(k, width)} for rewards of "
+            f"shape {rew_shape}",
+        )
+    slots = np.maximum(maxsizes, 1)
+    limits = {
+        "insertion index": (K.INS, slots),
+        "size": (K.SIZE, maxsizes + 1),
+        "last index": (K.LAST, slots),
+        "episode start": (K.EP_START, slots),
+    }
+    for name, (row, limit) in limits.items():
+        bad = (istate[row] < 0) | (istate[row] >= limit)
+        if bad.any():
+            b = int(np.flatnonzero(bad)[0])
+            raise MalformedBufferError(
+                f"{name} {istate[row, b]} of sub-buffer {b} is outside [0, {int(limit[b])}) "
+                f"(sub-buffer size {int(maxsizes[b])})",
+            )
+    if np.any(istate[K.EP_LEN] < 0):
+        raise MalformedBufferError(f"negative episode length in {istate[K.EP_LEN].tolist()}")
 
 
 def _upgrade_legacy(state: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ import torch
 
 from tianshou.data.batch import Batch, alloc_by_keys_diff, batch_of_parsed_values, create_value
 from tianshou.data.buffer import _kernels as K
+from tianshou.data.buffer._hdf5 import load_buffer, save_buffer
 from tianshou.data.buffer._state import BufferFileError, BufferStateMixin, MalformedBufferError
 from tianshou.data.buffer._storage import (
     StorageIndex,
@@ -652,6 +653,47 @@ class ReplayBuffer(BufferStateMixin):
         field filled with ``default_value`` when it does not exist yet."""
         self._meta.set_array_at_key(seq, key, index, default_value)
         self._set_storage(self._meta)
+
+    # ------------------------------------------------------------------ files
+    def save_hdf5(self, path: str, compression: str | None = None) -> None:
+        """Write the whole buffer (data, counters, options, random generator) to an HDF5 file.
+
+        Numeric data and the buffer's own metadata are stored as plain HDF5 datasets and
+        attributes with checksums; object arrays (e.g. strings in ``info``) and callables are
+        pickled, and loading such a file then needs ``allow_pickle=True``.
+
+        :param path: file to create (overwritten if it exists).
+        :param compression: HDF5 filter for the data arrays, e.g. ``"gzip"`` or ``"lzf"``.
+        """
+        save_buffer(self, path, compression)
+
+    @classmethod
+    def load_hdf5(
+        cls,
+        path: str,
+        device: str | None = None,
+        *,
+        allow_pickle: bool = False,
+    ) -> Self:
+        """Load a buffer written by :meth:`save_hdf5` (or by the published library).
+
+        Unlike pickle files of buffers, which run code by design and must only be loaded from
+        trusted sources, an HDF5 file is read as data: nothing is unpickled unless
+        ``allow_pickle`` is True. Its checksums, the buffer class it names and the consistency of
+        its counters are checked.
+
+        :param path: the HDF5 file.
+        :param device: device for stored tensors (default: CPU).
+        :param allow_pickle: also unpickle what the file holds as pickles (object arrays,
+            callables such as HER's reward function, and the whole metadata of files in the
+            published layout). Unpickling runs code chosen by whoever wrote the file: pass True
+            only for files you trust.
+        :raises BufferFileError: (an ``OSError`` and a :class:`MalformedBufferError`) naming
+            ``path`` if the file cannot be opened, is corrupted or truncated, holds another
+            buffer class, needs unpickling while ``allow_pickle`` is False, or holds counters or
+            arrays that do not fit the buffer's size.
+        """
+        return load_buffer(cls, path, device, allow_pickle)
 
     @classmethod
     def from_data(

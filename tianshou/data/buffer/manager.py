@@ -171,6 +171,27 @@ class ReplayBufferManager(ReplayBuffer):
         for buf in self.buffers:
             buf.dropnull()
 
+    @classmethod
+    def _state_markers(cls) -> frozenset[str]:
+        return super()._state_markers() | {"buffers"}
+
+    def _check_state(self) -> None:
+        """Also check that there is one sub-buffer per counter column, all of one class and
+        with the manager's options."""
+        super()._check_state()
+        buffers = self.buffers
+        if self.buffer_num != len(self._maxsizes):
+            raise MalformedBufferError(
+                f"{self.buffer_num} sub-buffers for {len(self._maxsizes)} counter columns",
+            )
+        first = type(buffers[0])
+        for b, buf in enumerate(buffers):
+            if type(buf) is not first or buf.options != self.options:
+                raise MalformedBufferError(
+                    f"sub-buffer {b} is a {type(buf).__name__} with options {buf.options}; "
+                    f"expected a {first.__name__} with the manager's options {self.options}",
+                )
+
     def __getstate__(self) -> dict[str, Any]:
         """Pickle sub-buffers without their storage views; :meth:`__setstate__` relinks them."""
         state = super().__getstate__()

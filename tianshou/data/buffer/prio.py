@@ -141,7 +141,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         which scale new priorities and weights, are kept)."""
         tree = self._tree()
         if tree is not None:
-            tree._value[:] = 0.0
+            tree._clear()
         super().reset(keep_statistics=keep_statistics)
 
     def dropnull(self) -> None:
@@ -152,9 +152,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             return
         order = self._chronological()
         kept = order[~null_rows(self._meta, order)]
-        priorities = tree._value[kept + tree._bound]
+        priorities = tree[kept]
         super().dropnull()
-        tree._value[:] = 0.0
+        tree._clear()
         tree._write(self._chronological(), priorities)
 
     def update_weight(self, index: np.ndarray, new_weight: np.ndarray | torch.Tensor) -> None:
@@ -209,26 +209,58 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             return tree.sample(self._random_state.random_sample(batch_size))
         return super().sample_indices(batch_size)
 
+    def sample(self, batch_size: int | None) -> tuple[Batch, np.ndarray]:
+        """Draw ``sample_indices(batch_size)`` and return ``(self[indices], indices)``.
+
+        When drawing by priority, the tree search also returns the drawn rows' priorities, so the
+        importance weights need no second pass over the (cache-cold) tree; subclasses that change
+        how rows are drawn or read get the plain two-step path.
+        """
+        tree = self._tree()
+        count = len(self) if batch_size is None else batch_size
+        kind = type(self)
+        if (
+            tree is None
+            or count <= 0
+            or not tree.reduce() > 0.0
+            or kind.sample_indices is not PrioritizedReplayBuffer.sample_indices
+            or kind._rows_to_batch is not PrioritizedReplayBuffer._rows_to_batch
+            or kind.__getitem__ is not ReplayBuffer.__getitem__
+        ):
+            return super().sample(batch_size)
+        indices, priorities = tree._sample_with_values(self._random_state.random_sample(count))
+        batch = super()._rows_to_batch(indices)
+        self._attach_weight(batch, self._importance_weights(priorities))
+        return batch, indices
+
     def get_weight(self, index: int | np.ndarray) -> float | np.ndarray:
         """Importance-sampling weights ``(p / p_min) ** (-beta)`` of the rows at ``index``
         (not normalised; negative indices count from the end of the storage)."""
-        tree = self.weight
-        priorities = tree._value[tree._bound : tree._bound + self.maxsize][index]
+        return self._importance_weights(self.weight._leaf_values()[index])
+
+    def _importance_weights(self, priorities: Any) -> Any:
+        """``(p / p_min) ** (-beta)`` for stored (alpha-scaled) priorities ``p``."""
         return (priorities / self._min_prio) ** (-self._beta)
 
     def _rows_to_batch(self, index: Any) -> Batch:
         """Transitions at ``index`` plus their importance-sampling ``weight``."""
         batch = super()._rows_to_batch(index)
-        if self._tree() is None or not batch.__dict__:
-            return batch  # a sub-buffer of a manager, or nothing stored
-        weight = self.get_weight(index)
+        if self._tree() is not None and batch.__dict__:  # else a manager's sub-buffer, or empty
+            self._attach_weight(batch, self.get_weight(index))
+        return batch
+
+    def _attach_weight(self, batch: Batch, weight: Any) -> None:
+        """Store ``weight`` (normalised to a maximum of 1 with ``weight_norm``) in ``batch``."""
         if isinstance(weight, np.ndarray) and weight.ndim:
             if self._weight_norm and weight.size:
                 weight /= weight.max()
             batch.__dict__["weight"] = weight  # a fresh float array: nothing to parse
         else:
             batch.weight = weight / np.max(weight) if self._weight_norm else weight
-        return batch
+
+    @classmethod
+    def _state_markers(cls) -> frozenset[str]:
+        return super()._state_markers() | {"weight"}
 
     def _check_state(self) -> None:
         """Also check that the priority tree has one leaf per row and the exponents are valid."""

@@ -92,8 +92,10 @@ def _descend(
     bound: int,
     tree: np.ndarray,
     out: np.ndarray,
+    leaf_values: np.ndarray,
 ) -> None:
-    """For every target ``v`` write the smallest leaf ``i`` with ``v <= sum(leaves[:i + 1])``.
+    """For every target ``v`` write the smallest leaf ``i`` with ``v <= sum(leaves[:i + 1])`` to
+    ``out`` and that leaf's value, read while it is in cache, to ``leaf_values``.
 
     The targets are ``query`` itself, or ``(1 - query) * total`` when ``from_uniform`` (uniform
     draws in ``[0, 1)`` become targets in ``(0, total]``). A subtree whose sum is 0 is never
@@ -115,6 +117,7 @@ def _descend(
             out[j] = left + right
         width >>= 1
     for j in range(n):
+        leaf_values[j] = tree[out[j]]
         out[j] -= bound
 
 
@@ -195,6 +198,15 @@ class SegmentTree:
             )
         self._write(flat, values.reshape(-1))
 
+    def _leaf_values(self) -> np.ndarray:
+        """The leaves ``[0, size)`` as a view into the tree (read-only use: writes go through
+        :meth:`_write`, which also updates the sums)."""
+        return self._value[self._bound : self._bound + self._size]
+
+    def _clear(self) -> None:
+        """Set every leaf (and so every sum) to 0."""
+        self._value[:] = 0.0
+
     def _write(self, index: np.ndarray, value: np.ndarray) -> None:
         """Write 1-D int64 ``index`` / float64 ``value`` of equal length (validated in the kernel).
 
@@ -257,7 +269,7 @@ class SegmentTree:
                 f"prefix-sum targets must lie in [0, {total}) (the tree's sum), got values in "
                 f"[{flat.min()}, {flat.max()}]",
             )
-        out = self._search(flat, 1.0, False)
+        out, _ = self._search(flat, 1.0, False)
         return int(out[0]) if scalar else out.reshape(arr.shape)
 
     def sample(self, uniform: np.ndarray) -> np.ndarray:
@@ -265,9 +277,17 @@ class SegmentTree:
         ``uniform`` (1-D draws from ``[0, 1)``). Never returns a zero leaf while the sum is
         positive; the caller must make sure it is.
         """
+        return self._search(uniform, self._value[1], True)[0]
+
+    def _sample_with_values(self, uniform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`sample`, plus the values of the drawn leaves (read while they are in cache)."""
         return self._search(uniform, self._value[1], True)
 
-    def _search(self, query: np.ndarray, total: float, from_uniform: bool) -> np.ndarray:
-        out = np.empty(query.shape[0], np.int64)
-        compile_kernel(_descend)(query, total, from_uniform, self._bound, self._value, out)
-        return out
+    def _search(
+        self, query: np.ndarray, total: float, from_uniform: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        count = query.shape[0]
+        out, values = np.empty(count, np.int64), np.empty(count)
+        kernel = compile_kernel(_descend)
+        kernel(query, total, from_uniform, self._bound, self._value, out, values)
+        return out, values
