@@ -72,6 +72,26 @@ class TestMinibatches:
         batches = list(iterate_minibatches(Batch(act=np.arange(7)), batch_size, repeat=2))
         assert [sorted(b.act) for b in batches] == [list(range(7))] * 2
 
+    @pytest.mark.parametrize(("size", "batch_size"), [(10, 4), (12, 4), (3, 4), (64, 10)])
+    def test_same_rows_in_the_same_order_as_batch_split(self, size: int, batch_size: int) -> None:
+        view = Batch(act=np.arange(size), obs=np.arange(2 * size).reshape(size, 2))
+        np.random.seed(3)
+        ours = list(iterate_minibatches(view, batch_size, repeat=2))
+        np.random.seed(3)
+        split = [b for _ in range(2) for b in view.split(batch_size, merge_last=True)]
+        assert [b.act.tolist() for b in ours] == [b.act.tolist() for b in split]
+        assert all(np.array_equal(a.obs, b.obs) for a, b in zip(ours, split, strict=True))
+
+    def test_training_view_moves_array_observations_to_the_device_once(self) -> None:
+        obs = np.arange(8, dtype=np.float32).reshape(4, 2)
+        view = training_view(Batch(obs=obs, act=np.arange(4)), torch.device("cpu"))
+        assert isinstance(view.obs, torch.Tensor)
+        assert view.obs.dtype == torch.float32
+        assert torch.equal(view.obs, torch.as_tensor(obs))
+        nested = Batch(obs=Batch(obs=obs, mask=np.ones((4, 3), dtype=bool)), act=np.arange(4))
+        assert isinstance(training_view(nested, torch.device("cpu")).obs, Batch)
+        assert isinstance(training_view(Batch(obs=obs)).obs, np.ndarray)
+
     @pytest.mark.parametrize(("batch_size", "repeat"), [(-1, 1), (2, 0)])
     def test_bad_arguments(self, batch_size: int, repeat: int) -> None:
         with pytest.raises(ValueError):

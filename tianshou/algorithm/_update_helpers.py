@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from numpy.typing import ArrayLike
 from torch import nn
@@ -58,22 +59,32 @@ def _as_floats(losses: list[torch.Tensor]) -> list[float]:
     return values
 
 
-def training_view(batch: Batch) -> Batch:
+def training_view(batch: Batch, device: torch.device | None = None) -> Batch:
     """The part of a preprocessed on-policy batch that an update reads, as a lean Batch.
 
     Only observations, infos, actions and the precomputed training targets are kept, so the
     per-minibatch indexing copies no unused columns (``obs_next``, rewards, flags).
 
+    :param device: where the networks run; observations stored as one array move there once
+        (keeping their dtype) instead of once per minibatch and network.
     :raises ValueError: for an empty batch, which has nothing to learn from.
     """
     if len(batch) == 0:
         raise ValueError("cannot update on an empty batch; collect some transitions first")
     data = batch.__dict__
-    return batch_of_parsed_values({key: data[key] for key in _UPDATE_KEYS if key in data})
+    view = {key: data[key] for key in _UPDATE_KEYS if key in data}
+    obs = view.get("obs")
+    if device is not None and isinstance(obs, np.ndarray) and obs.dtype.kind in "biuf":
+        view["obs"] = torch.as_tensor(obs, device=device)
+    return batch_of_parsed_values(view)
 
 
 def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Iterable[Batch]:
     """Yield shuffled minibatches of ``view`` for ``repeat`` passes over it.
+
+    Each pass gathers ``view`` in the order of one ``np.random.permutation`` and yields
+    consecutive slices of it (views, not copies): one gather per pass rather than one per
+    minibatch, with the same rows in the same order as ``view.split(batch_size)``.
 
     :param batch_size: rows per minibatch; None or 0 means the whole batch at once. A shorter
         last minibatch is merged into the previous one.
@@ -83,9 +94,21 @@ def iterate_minibatches(view: Batch, batch_size: int | None, repeat: int) -> Ite
         raise ValueError(f"batch_size must be a positive int, 0 or None, got {batch_size}")
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
-    split_size = batch_size or -1
+    length = len(view)
+    size = batch_size or max(length, 1)
     for _ in range(repeat):
-        yield from view.split(split_size, merge_last=True)
+        shuffled = view[np.random.permutation(length)]
+        for start, stop in _minibatch_bounds(length, size):
+            yield shuffled[start:stop]
+
+
+def _minibatch_bounds(length: int, size: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of consecutive minibatches of ``size`` rows, a shorter last one merged
+    into the one before."""
+    starts = list(range(0, length, size))
+    if len(starts) > 1 and length % size:
+        starts.pop()
+    return list(zip(starts, [*starts[1:], length], strict=True))
 
 
 def action_tensor(act: ArrayLike | torch.Tensor, device: torch.device) -> torch.Tensor:

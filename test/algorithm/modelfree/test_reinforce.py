@@ -127,6 +127,36 @@ class TestProbabilisticActorPolicy:
         with policy_within_training_step(policy):
             assert not torch.equal(policy(batch).act, mu)
 
+    def test_update_dist_is_forwards_dist_without_drawing_an_action(self) -> None:
+        policy = continuous_policy()
+        batch = obs_batch(4)
+        torch.manual_seed(0)
+        dist = policy._update_dist(batch)
+        untouched = torch.rand(1)
+        torch.manual_seed(0)
+        assert torch.equal(torch.rand(1), untouched)  # no random numbers were drawn
+        expected = policy(batch).dist
+        act = torch.zeros(4, 2)
+        assert torch.equal(dist.log_prob(act), expected.log_prob(act))
+        assert torch.equal(dist.entropy(), expected.entropy())
+
+    def test_update_dist_honours_an_overridden_forward(self) -> None:
+        class Tempered(DiscreteActorPolicy):
+            def forward(self, batch, state=None, **kwargs):
+                result = super().forward(batch, state, **kwargs)
+                result.dist = Categorical(logits=result.dist.logits / 2)
+                return result
+
+        torch.manual_seed(0)  # the actor of discrete_policy()
+        policy = Tempered(
+            actor=ProbsActor(), dist_fn=Categorical, action_space=gym.spaces.Discrete(3)
+        )
+        batch = obs_batch()
+        assert torch.allclose(policy._update_dist(batch).probs, policy(batch).dist.probs)
+        assert not torch.allclose(
+            policy._update_dist(batch).probs, discrete_policy()._update_dist(batch).probs
+        )
+
     def test_continuous_actions_are_mapped_to_the_box(self) -> None:
         policy = continuous_policy()
         assert policy.action_scaling

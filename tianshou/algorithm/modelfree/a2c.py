@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
+from torch.distributions import Distribution
 
 from tianshou.algorithm._masking import network_input
 from tianshou.algorithm._update_helpers import (
@@ -126,11 +127,13 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
 
     def _old_log_probs(self, batch: Batch) -> torch.Tensor:
         """Log-probabilities of the stored actions under the collecting policy, one row each."""
-        view = training_view(batch)
+        view = training_view(batch, torch_device(self.policy))
         chunks = []
         with torch.no_grad():
             for start in range(0, len(view), self.max_batchsize):
                 chunk = view[start : start + self.max_batchsize]
+                # through forward, as every collected action was: it draws actions, but keeps
+                # the random stream (and so the trajectories) of the published algorithm
                 chunks.append(self.policy(chunk).dist.log_prob(chunk.act))
         return torch.cat(chunks)
 
@@ -205,6 +208,24 @@ class A2C(ActorCriticOnPolicyAlgorithm):
         self.vf_coef = vf_coef
         self.ent_coef = ent_coef
 
+    def _mean_entropy(self, dist: Distribution) -> torch.Tensor:
+        """The batch's mean entropy; outside the autograd graph when ``ent_coef`` is 0, where it
+        is only reported (the backward pass then skips it)."""
+        if self.ent_coef == 0.0:
+            with torch.no_grad():
+                return dist.entropy().mean()
+        return dist.entropy().mean()
+
+    def _total_loss(
+        self, actor_loss: torch.Tensor, vf_loss: torch.Tensor, ent_loss: torch.Tensor
+    ) -> torch.Tensor:
+        """``actor_loss + vf_coef * vf_loss - ent_coef * ent_loss``, without the entropy term
+        when ``ent_coef`` is 0 (subtracting zero changes nothing)."""
+        loss = actor_loss + self.vf_coef * vf_loss
+        if self.ent_coef == 0.0:
+            return loss
+        return loss - self.ent_coef * ent_loss
+
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
         batch = self._add_returns_and_advantages(batch, buffer, indices)
         batch.act = action_tensor(batch.act, torch_device(self.policy))
@@ -214,15 +235,16 @@ class A2C(ActorCriticOnPolicyAlgorithm):
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> A2CTrainingStats:
         history: list[list[float]] = []
-        for minibatch in iterate_minibatches(training_view(batch), batch_size, repeat):
-            dist = self.policy(minibatch).dist
+        view = training_view(batch, torch_device(self.policy))
+        for minibatch in iterate_minibatches(view, batch_size, repeat):
+            dist = self.policy._update_dist(minibatch)
             adv = minibatch.adv
             log_prob = per_sample(dist.log_prob(minibatch.act), len(adv))
             actor_loss = -(log_prob * adv).mean()
             value = self._critic_values(minibatch.obs, len(adv))
             vf_loss = (minibatch.returns - value).pow(2).mean()
-            ent_loss = dist.entropy().mean()
-            loss = actor_loss + self.vf_coef * vf_loss - self.ent_coef * ent_loss
+            ent_loss = self._mean_entropy(dist)
+            loss = self._total_loss(actor_loss, vf_loss, ent_loss)
             history.append(
                 self.optim.step_with_loss_values(
                     loss, actor_loss=actor_loss, vf_loss=vf_loss, entropy=ent_loss

@@ -26,6 +26,7 @@ from tianshou.algorithm.algorithm_base import (
     PolicyState,
     TrainingStats,
 )
+from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
@@ -148,6 +149,30 @@ class ContinuousDeterministicPolicy(ContinuousPolicyWithExplorationNoise):
 TPolicy = TypeVar("TPolicy", bound=Policy)
 
 
+def critic_td_loss(
+    critic: nn.Module,
+    obs: Any,
+    act: Any,
+    returns: torch.Tensor,
+    weight: np.ndarray | torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(td_error, loss)`` of a Q-critic: ``critic(obs, act) - returns`` and its mean square,
+    each sample's square weighted by ``weight`` (prioritized replay) when given.
+
+    :param critic: maps ``(obs, act)`` to Q-values ``(B, 1)``.
+    :param obs: the observations (an array, a tensor or a Batch the critic understands).
+    :param act: the actions taken.
+    :param returns: the TD targets, ``(B,)`` or ``(B, 1)``.
+    :param weight: importance weights ``(B,)``, or None.
+    """
+    current_q = critic(obs, act).flatten()
+    td_error = current_q - returns.flatten()
+    squared = td_error.pow(2)
+    if weight is not None:
+        squared = squared * torch.as_tensor(weight, device=squared.device).flatten()
+    return td_error, squared.mean()
+
+
 class ActorCriticOffPolicyAlgorithm(
     OffPolicyAlgorithm[TPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin, Generic[TPolicy], ABC
 ):
@@ -195,11 +220,16 @@ class ActorCriticOffPolicyAlgorithm(
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
         """Attach the n-step bootstrapped targets ``batch.returns``."""
         sampled_obs_next = batch.obs_next
+        compiler = self._update_compiler
 
         def target_q(buf: ReplayBuffer, target_indices: np.ndarray) -> torch.Tensor:
             # with one step the bootstrap rows are the sampled rows: reuse their obs_next
             same_rows = target_indices is indices or np.array_equal(target_indices, indices)
             obs_next = sampled_obs_next if same_rows else buf._obs_next_at(target_indices)
+            if compiler is not None and is_array(obs_next):
+                with torch.no_grad():
+                    obs = torch.as_tensor(obs_next, device=compiler.device)
+                    return self._compiled_target_q(compiler, obs)
             obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
             with torch.no_grad():
                 act_batch = self._target_q_compute_action(obs_batch)
@@ -214,6 +244,11 @@ class ActorCriticOffPolicyAlgorithm(
             n_step=self.n_step_return_horizon,
         )
 
+    def _compiled_target_q(self, compiler: UpdateCompiler, obs_next: torch.Tensor) -> torch.Tensor:
+        """The target values of the tensor ``obs_next``, computed compiled (under no_grad);
+        algorithms that support :meth:`compile_update` implement it."""
+        raise NotImplementedError(f"{type(self).__name__} has no compiled target computation")
+
     @abstractmethod
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         """The policy's output (at least ``act``) for the next observations."""
@@ -226,13 +261,24 @@ class ActorCriticOffPolicyAlgorithm(
     def _critic_td_loss(batch: Batch, critic: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         """``(td_error, loss)`` of ``critic`` against ``batch.returns``; the loss is the mean
         squared TD error, weighted by ``batch.weight`` (prioritized replay) when present."""
-        current_q = critic(batch.obs, batch.act).flatten()
-        td_error = current_q - batch.returns.flatten()
-        squared = td_error.pow(2)
+        return critic_td_loss(
+            critic, batch.obs, batch.act, batch.returns, batch.__dict__.get("weight")
+        )
+
+    @staticmethod
+    def _compiled_step_inputs(
+        batch: Batch,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(obs, act, returns, weight)`` of ``batch`` as tensors on the device of its
+        returns (the networks' device), the arguments of the compiled update steps."""
+        device = batch.returns.device
         weight = batch.__dict__.get("weight")
-        if weight is not None:
-            squared = squared * torch.as_tensor(weight, device=squared.device).flatten()
-        return td_error, squared.mean()
+        return (
+            torch.as_tensor(batch.obs, device=device),
+            torch.as_tensor(batch.act, device=device),
+            batch.returns,
+            None if weight is None else torch.as_tensor(weight, device=device),
+        )
 
     @staticmethod
     def _minimize_critic_squared_loss(

@@ -31,6 +31,7 @@ from tianshou.algorithm.algorithm_base import (
     Policy,
     PolicyState,
 )
+from tianshou.algorithm.compiled_update import is_array
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
@@ -325,7 +326,11 @@ class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):
         network values it, which reduces the over-estimation of plain max-Q targets.
     :param huber_loss_delta: use the Huber loss with this threshold instead of the squared TD
         error, which bounds the gradient of large errors; None keeps the squared error.
+
+    Its update can run compiled (:meth:`~tianshou.algorithm.Algorithm.compile_update`).
     """
+
+    _supports_compiled_update = True
 
     def __init__(
         self,
@@ -353,6 +358,10 @@ class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):
     def _target_q_compute_value(self, obs_next: np.ndarray | torch.Tensor | Batch) -> torch.Tensor:
         """Value of the next action: the max Q-value, or (double) the target network's value
         of the online model's greedy action. Illegal actions (``mask``) are never selected."""
+        compiler = self._update_compiler
+        if compiler is not None and is_array(obs_next):
+            obs = torch.as_tensor(obs_next, device=compiler.device)
+            return compiler("target", self._compiled_target_value, obs)
         obs_batch = batch_of_parsed_values({"obs": obs_next, "info": Batch()})
         if self.model_old is None:
             values, q_values, _ = self.policy.evaluate(obs_batch)
@@ -363,23 +372,67 @@ class DQN(QLearningOffPolicyAlgorithm[TDQNPolicy], Generic[TDQNPolicy]):
         next_act = q_values.argmax(dim=1, keepdim=True)
         return values.gather(1, next_act).squeeze(1)
 
+    def _compiled_target_value(self, obs_next: torch.Tensor) -> torch.Tensor:
+        """The compiled :meth:`_target_q_compute_value` of tensor observations (no mask)."""
+        model = self.policy.model if self.model_old is None else self.model_old
+        values, _ = model(obs_next, state=None, info=None)
+        q_values = self.policy.compute_q_value(values, None)
+        if self.model_old is not None and self.is_double:
+            online, _ = self.policy.model(obs_next, state=None, info=None)
+            q_values = self.policy.compute_q_value(online, None)
+        return values.gather(1, q_values.argmax(dim=1, keepdim=True)).squeeze(1)
+
     def _update_with_batch(self, batch: Batch) -> SimpleLossTrainingStats:
         """One gradient step on the (importance-weighted) TD loss; stores the TD errors in
         ``batch.weight`` so a prioritized buffer can update its priorities."""
         self._periodically_update_lagged_network_weights()
-        values = self.policy.evaluate(batch)[0]
-        act = torch.as_tensor(batch.act, device=values.device, dtype=torch.long)
-        q = values.gather(1, act.reshape(-1, 1)).squeeze(1)
-        returns = batch.returns.reshape(-1).to(q.dtype)
-        td_error = returns - q
         weight = batch.__dict__.get("weight")
+        compiler = self._update_compiler if is_array(batch.obs) else None
+        if compiler is None:
+            values = self.policy.evaluate(batch)[0]
+            loss, td_error = self._td_loss(values, batch.act, batch.returns, weight)
+        else:
+            device = batch.returns.device
+            loss, td_error = compiler(
+                "td_loss",
+                self._compiled_td_loss,
+                torch.as_tensor(batch.obs, device=device),
+                torch.as_tensor(batch.act, device=device, dtype=torch.long),
+                batch.returns,
+                None if weight is None else torch.as_tensor(weight, device=device),
+            )
+        (loss_value,) = self.optim.step_with_loss_values(loss)
+        batch.weight = td_error.detach()
+        return SimpleLossTrainingStats(loss=loss_value)
+
+    def _td_loss(
+        self,
+        values: torch.Tensor,
+        act: Any,
+        returns: torch.Tensor,
+        weight: np.ndarray | torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, td_error)``: the mean (importance-weighted) squared or Huber TD error of the
+        taken actions' Q-values ``values[act]`` against ``returns``."""
+        act = torch.as_tensor(act, device=values.device, dtype=torch.long)
+        q = values.gather(1, act.reshape(-1, 1)).squeeze(1)
+        returns = returns.reshape(-1).to(q.dtype)
+        td_error = returns - q
         if self.huber_loss_delta is None:
             per_sample = td_error.pow(2)
         else:
             per_sample = F.huber_loss(q, returns, reduction="none", delta=self.huber_loss_delta)
         if weight is not None:
             per_sample = per_sample * torch.as_tensor(weight, device=q.device, dtype=q.dtype)
-        loss = per_sample.mean()
-        (loss_value,) = self.optim.step_with_loss_values(loss)
-        batch.weight = td_error.detach()
-        return SimpleLossTrainingStats(loss=loss_value)
+        return per_sample.mean(), td_error
+
+    def _compiled_td_loss(
+        self,
+        obs: torch.Tensor,
+        act: torch.Tensor,
+        returns: torch.Tensor,
+        weight: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The compiled step: :meth:`_td_loss` of the model's Q-values for tensor ``obs``."""
+        values, _ = self.policy.model(obs, state=None, info=None)
+        return self._td_loss(values, act, returns, weight)

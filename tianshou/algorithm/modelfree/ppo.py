@@ -8,13 +8,16 @@ from the one that collected it.
 import numpy as np
 import torch
 from torch import nn
+from torch.distributions import Distribution
 
 from tianshou.algorithm._update_helpers import iterate_minibatches, per_sample, training_view
+from tianshou.algorithm.compiled_update import is_array
 from tianshou.algorithm.modelfree.a2c import A2C, A2CTrainingStats, summarize_losses
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.utils.torch_utils import torch_device
 
 
 class PPO(A2C):
@@ -38,7 +41,11 @@ class PPO(A2C):
     :param max_batchsize: chunk size for the no-grad passes in preprocessing.
     :param gamma: discount factor in [0, 1].
     :param return_scaling: scale the critic's targets by running return statistics.
+
+    Its update can run compiled (:meth:`~tianshou.algorithm.Algorithm.compile_update`).
     """
+
+    _supports_compiled_update = True
 
     def __init__(
         self,
@@ -94,7 +101,7 @@ class PPO(A2C):
         self, batch: Batch, batch_size: int | None, repeat: int
     ) -> A2CTrainingStats:
         history: list[list[float]] = []
-        view = training_view(batch)
+        view = training_view(batch, torch_device(self.policy))
         for pass_index in range(repeat):
             if pass_index > 0 and self.recompute_adv:
                 view = self._recomputed_view(batch)
@@ -107,24 +114,64 @@ class PPO(A2C):
         if self._buffer is None or self._indices is None:
             raise RuntimeError("recompute_advantage needs the buffer seen in _preprocess_batch")
         batch = self._add_returns_and_advantages(batch, self._buffer, self._indices)
-        return training_view(batch)
+        return training_view(batch, torch_device(self.policy))
 
     def _gradient_step(self, minibatch: Batch) -> list[float]:
         """One optimizer step on ``minibatch``; returns (loss, clip, value, entropy) losses."""
-        adv = minibatch.adv
-        if self.advantage_normalization and len(adv) > 1:
-            adv = (adv - adv.mean()) / (adv.std() + self._eps)
-        dist = self.policy(minibatch).dist
-        log_prob = dist.log_prob(minibatch.act)
-        log_ratio = log_prob - minibatch.logp_old.reshape(log_prob.shape)
-        ratio = per_sample(log_ratio.exp().float(), len(adv))
-        clip_loss = -self.clipped_surrogate(ratio, adv).mean()
-        value = self._critic_values(minibatch.obs, len(adv))
-        vf_loss = self.value_loss(value, minibatch.v_s, minibatch.returns)
-        ent_loss = dist.entropy().mean()
-        loss = clip_loss + self.vf_coef * vf_loss - self.ent_coef * ent_loss
+        targets = (minibatch.act, minibatch.adv, minibatch.logp_old, minibatch.v_s)
+        compiler = self._update_compiler if is_array(minibatch.obs) else None
+        if compiler is None:
+            dist = self.policy._update_dist(minibatch)
+            value = self._critic_values(minibatch.obs, len(minibatch.adv))
+            losses = self._losses(dist, value, *targets, minibatch.returns)
+        else:
+            device = compiler.device
+            tensors = [
+                torch.as_tensor(x, device=device)
+                for x in (minibatch.obs, *targets, minibatch.returns)
+            ]
+            losses = compiler("minibatch", self._compiled_losses, *tensors)
+        loss, clip_loss, vf_loss, ent_loss = losses
         return self.optim.step_with_loss_values(
             loss, clip_loss=clip_loss, vf_loss=vf_loss, entropy=ent_loss
+        )
+
+    def _losses(
+        self,
+        dist: Distribution,
+        value: torch.Tensor,
+        act: torch.Tensor,
+        adv: torch.Tensor,
+        logp_old: torch.Tensor,
+        v_s: torch.Tensor,
+        returns: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(loss, clip loss, value loss, entropy)`` of a minibatch, given the current
+        policy's distribution and the critic's values ``(B,)`` at its observations."""
+        if self.advantage_normalization and len(adv) > 1:
+            adv = (adv - adv.mean()) / (adv.std() + self._eps)
+        log_prob = dist.log_prob(act)
+        log_ratio = log_prob - logp_old.reshape(log_prob.shape)
+        ratio = per_sample(log_ratio.exp().float(), len(adv))
+        clip_loss = -self.clipped_surrogate(ratio, adv).mean()
+        vf_loss = self.value_loss(value, v_s, returns)
+        ent_loss = self._mean_entropy(dist)
+        return self._total_loss(clip_loss, vf_loss, ent_loss), clip_loss, vf_loss, ent_loss
+
+    def _compiled_losses(
+        self,
+        obs: torch.Tensor,
+        act: torch.Tensor,
+        adv: torch.Tensor,
+        logp_old: torch.Tensor,
+        v_s: torch.Tensor,
+        returns: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The compiled gradient step: :meth:`_losses` of tensor observations (no mask)."""
+        dist_input, _ = self.policy.actor(obs, state=None, info=None)
+        value = self.critic(obs).flatten()
+        return self._losses(
+            self.policy.dist_fn(dist_input), value, act, adv, logp_old, v_s, returns
         )
 
     def clipped_surrogate(self, ratio: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:

@@ -133,15 +133,7 @@ class ProbabilisticActorPolicy(Policy):
             the legal actions when the observations carry a mask).
         :raises ValueError: if an observation's mask allows no action.
         """
-        obs, mask = policy_input(batch)
-        output = self.actor(obs, state=state, info=batch.get("info"))
-        if not isinstance(output, tuple) or len(output) != 2:
-            raise TypeError(
-                "the actor must return a pair (dist_input, hidden_state), got "
-                f"{type(output).__name__}"
-            )
-        dist_input, hidden = output
-        dist = masked_categorical(self.dist_fn(dist_input), mask)
+        dist, dist_input, hidden = self._distribution(batch, state)
         if self.deterministic_eval and not self.is_within_training_step:
             act = dist.mode
         else:
@@ -156,6 +148,34 @@ class ProbabilisticActorPolicy(Policy):
         return batch_of_parsed_values(
             {"logits": dist_input, "act": act, "state": hidden, "dist": dist}
         )
+
+    def _distribution(self, batch: Batch, state: PolicyState) -> tuple[Distribution, Any, Any]:
+        """``(dist, dist_input, hidden_state)`` of the actor at ``batch.obs``, masked if it
+        carries a legal-action mask."""
+        obs, mask = policy_input(batch)
+        output = self.actor(obs, state=state, info=batch.get("info"))
+        if not isinstance(output, tuple) or len(output) != 2:
+            raise TypeError(
+                "the actor must return a pair (dist_input, hidden_state), got "
+                f"{type(output).__name__}"
+            )
+        dist_input, hidden = output
+        return masked_categorical(self.dist_fn(dist_input), mask), dist_input, hidden
+
+    def _update_dist(self, batch: Batch) -> Distribution:
+        """``self(batch).dist``, the distribution a gradient step differentiates.
+
+        Unless a subclass overrides :meth:`forward` or hooks are registered on the policy, no
+        action is drawn and no output Batch is built: the update only needs the
+        distribution, and sampling an action per minibatch was ~5% of a PPO update.
+        """
+        if (
+            type(self).forward is not ProbabilisticActorPolicy.forward
+            or self._forward_hooks
+            or self._forward_pre_hooks
+        ):
+            return self(batch).dist
+        return self._distribution(batch, None)[0]
 
     def map_action(self, act: np.ndarray | Batch | torch.Tensor) -> np.ndarray | Batch:
         """Raw actions as the env takes them; for ``Tuple``/``Dict`` action spaces the flat
@@ -332,7 +352,7 @@ class Reinforce(OnPolicyAlgorithm[ProbabilisticActorPolicy]):
     ) -> LossSequenceTrainingStats:
         losses = []
         for minibatch in iterate_minibatches(training_view(batch), batch_size, repeat):
-            dist = self.policy(minibatch).dist
+            dist = self.policy._update_dist(minibatch)
             log_prob = per_sample(dist.log_prob(minibatch.act), len(minibatch.returns))
             loss = -(log_prob * minibatch.returns).mean()
             losses.extend(self.optim.step_with_loss_values(loss))

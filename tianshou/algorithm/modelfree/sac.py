@@ -20,6 +20,7 @@ from torch.distributions import Independent, Normal
 
 from tianshou.algorithm._update_helpers import finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import Algorithm, PolicyState, TrainingStats
+from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoise
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
@@ -109,18 +110,13 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
             ``state``, ``dist`` (the Gaussian before squashing) and ``log_prob`` ``(B, 1)``,
             the log-density of the squashed action (tanh change of variables included).
         """
-        mu, sigma, hidden = self._gaussian_parameters(batch, state)
+        mu, sigma, hidden = self._gaussian_parameters(batch.obs, state, batch.get("info"))
         if self.deterministic_eval and not self.is_within_training_step:
             # the Gaussian's log-density at its mean
             act = torch.tanh(mu)
-            neg_log_prob = sigma.log()
+            log_prob = _squashed_log_prob(mu, act, sigma.log())
         else:
-            # the reparameterised sample mu + sigma * noise, whose log-density only needs noise
-            noise = torch.randn_like(mu)
-            act = torch.tanh(mu + sigma * noise)
-            neg_log_prob = 0.5 * noise.square() + sigma.log()
-        gaussian_log_prob = neg_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
-        log_prob = correct_log_prob_gaussian_tanh(gaussian_log_prob, act)
+            act, log_prob = self._squashed_sample(mu, sigma, torch.randn_like(mu))
         dist = Independent(Normal(mu, sigma, validate_args=False), 1, validate_args=False)
         return batch_of_parsed_values(
             {
@@ -132,11 +128,20 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
             }
         )
 
+    @staticmethod
+    def _squashed_sample(
+        mu: torch.Tensor, sigma: torch.Tensor, noise: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(tanh(mu + sigma * noise), its log-density (B, 1))``: the reparameterised sample,
+        whose Gaussian log-density only needs the standard-normal ``noise``."""
+        act = torch.tanh(mu + sigma * noise)
+        return act, _squashed_log_prob(mu, act, 0.5 * noise.square() + sigma.log())
+
     def _gaussian_parameters(
-        self, batch: Batch, state: PolicyState
+        self, obs: Any, state: PolicyState, info: Any
     ) -> tuple[torch.Tensor, torch.Tensor, PolicyState]:
         """``(mu, sigma, hidden)`` from the actor, with the shapes checked against the space."""
-        output = self.actor(batch.obs, state=state, info=batch.get("info"))
+        output = self.actor(obs, state=state, info=info)
         try:
             (mu, sigma), hidden = output
         except (TypeError, ValueError):
@@ -151,6 +156,15 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
                 "actor's action_shape"
             )
         return mu, sigma.expand_as(mu), hidden
+
+
+def _squashed_log_prob(
+    mu: torch.Tensor, act: torch.Tensor, neg_gaussian_log_prob: torch.Tensor
+) -> torch.Tensor:
+    """The log-density ``(B, 1)`` of the squashed action ``act``, from the per-dimension
+    negated Gaussian log-density without its constant ``log(2 pi) / 2``."""
+    summed = neg_gaussian_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
+    return correct_log_prob_gaussian_tanh(summed, act)
 
 
 class Alpha(ABC):
@@ -296,7 +310,11 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     :param n_step_return_horizon: number of rewards summed before bootstrapping.
     :param deterministic_eval: kept for compatibility; the policy's own ``deterministic_eval``
         decides how it acts outside training steps.
+
+    Its update can run compiled (:meth:`~tianshou.algorithm.Algorithm.compile_update`).
     """
+
+    _supports_compiled_update = True
 
     def __init__(
         self,
@@ -335,7 +353,24 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         min_q = super()._target_q_compute_value(obs_batch, act_batch)
         return min_q - self.alpha._coefficient() * act_batch.log_prob
 
+    def _target_values(
+        self, obs: torch.Tensor, noise: torch.Tensor, alpha: float | torch.Tensor
+    ) -> torch.Tensor:
+        """The compiled target: the soft value at actions sampled with ``noise``."""
+        mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
+        act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
+        min_q = torch.min(self.critic_old(obs, act), self.critic2_old(obs, act))
+        return min_q - alpha * log_prob
+
+    def _compiled_target_q(self, compiler: UpdateCompiler, obs_next: torch.Tensor) -> torch.Tensor:
+        noise = compiler.standard_normal(len(obs_next), *self.policy._action_shape)
+        alpha = self.alpha._coefficient()
+        return compiler("target", self._target_values, obs_next, noise, alpha)
+
     def _update_with_batch(self, batch: Batch) -> SACTrainingStats:
+        compiler = self._update_compiler if is_array(batch.obs) else None
+        if compiler is not None:
+            return self._compiled_update_with_batch(batch, compiler)
         critic1_loss, critic2_loss = self._minimize_critics(batch)
         result = self.policy(batch)
         alpha = self.alpha._coefficient()
@@ -343,8 +378,44 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             q1 = self.critic(batch.obs, result.act).flatten()
             q2 = self.critic2(batch.obs, result.act).flatten()
         actor_loss = (alpha * result.log_prob.flatten() - torch.min(q1, q2)).mean()
+        return self._step_actor_and_alpha(actor_loss, result.log_prob, critic1_loss, critic2_loss)
+
+    def _actor_losses(
+        self, obs: torch.Tensor, noise: torch.Tensor, alpha: float | torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The compiled actor step: ``(actor loss, log-probabilities (B, 1))`` of the actions
+        sampled with the standard-normal ``noise``."""
+        mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
+        act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
+        q1 = self.critic(obs, act).flatten()
+        q2 = self.critic2(obs, act).flatten()
+        return (alpha * log_prob.flatten() - torch.min(q1, q2)).mean(), log_prob
+
+    def _compiled_update_with_batch(
+        self, batch: Batch, compiler: UpdateCompiler
+    ) -> SACTrainingStats:
+        """The update with the losses and their gradients computed compiled; the noise is
+        drawn here, as the eager policy draws it, so both consume the random stream alike."""
+        inputs = self._compiled_step_inputs(batch)
+        critic1_loss, critic2_loss = self._compiled_minimize_critics(batch, compiler, inputs)
+        obs = inputs[0]
+        noise = compiler.standard_normal(len(obs), *self.policy._action_shape)
+        with frozen(self._critic_only_params):
+            actor_loss, log_prob = compiler(
+                "actor", self._actor_losses, obs, noise, self.alpha._coefficient()
+            )
+        return self._step_actor_and_alpha(actor_loss, log_prob, critic1_loss, critic2_loss)
+
+    def _step_actor_and_alpha(
+        self,
+        actor_loss: torch.Tensor,
+        log_prob: torch.Tensor,
+        critic1_loss: float,
+        critic2_loss: float,
+    ) -> SACTrainingStats:
+        """Step the actor and the entropy coefficient, move the target critics, and report."""
         (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
-        alpha_loss = self.alpha._loss(-result.log_prob.detach())
+        alpha_loss = self.alpha._loss(-log_prob.detach())
         self._update_lagged_network_weights()
         alpha_value, alpha_loss_value = self._alpha_stats(alpha_loss)
         return SACTrainingStats(

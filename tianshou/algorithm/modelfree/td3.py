@@ -16,10 +16,12 @@ from torch import nn
 
 from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import TrainingStats
+from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import (
     ActorCriticOffPolicyAlgorithm,
     ContinuousDeterministicPolicy,
     TPolicy,
+    critic_td_loss,
 )
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
@@ -114,6 +116,13 @@ class ActorDualCriticsOffPolicyAlgorithm(
         td1, critic1_loss = self._critic_td_loss(batch, self.critic)
         td2, critic2_loss = self._critic_td_loss(batch, self.critic2)
         batch.weight = ((td1 + td2) / 2.0).detach()
+        return self._step_critics(critic1_loss, critic2_loss, critic1_loss + critic2_loss)
+
+    def _step_critics(
+        self, critic1_loss: torch.Tensor, critic2_loss: torch.Tensor, loss_sum: torch.Tensor
+    ) -> tuple[float, float]:
+        """Check both losses, then step both critics (from one backward pass of ``loss_sum``
+        when they share no parameters); returns the losses as floats."""
         critic1_value, critic2_value = finite_loss_values(
             "the critics' optimizers", critic1_loss=critic1_loss, critic2_loss=critic2_loss
         )
@@ -124,10 +133,32 @@ class ActorDualCriticsOffPolicyAlgorithm(
         optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
         for optimizer in optimizers:
             optimizer.zero_grad(set_to_none=True)
-        (critic1_loss + critic2_loss).backward()
+        loss_sum.backward()
         for optimizer in optimizers:
             optimizer.step()
         return critic1_value, critic2_value
+
+    def _critic_losses(
+        self,
+        obs: torch.Tensor,
+        act: torch.Tensor,
+        returns: torch.Tensor,
+        weight: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The compiled critics' step: ``(mean TD error, loss 1, loss 2, loss 1 + loss 2)``."""
+        td1, critic1_loss = critic_td_loss(self.critic, obs, act, returns, weight)
+        td2, critic2_loss = critic_td_loss(self.critic2, obs, act, returns, weight)
+        return (td1 + td2) / 2.0, critic1_loss, critic2_loss, critic1_loss + critic2_loss
+
+    def _compiled_minimize_critics(
+        self, batch: Batch, compiler: UpdateCompiler, inputs: tuple[torch.Tensor | None, ...]
+    ) -> tuple[float, float]:
+        """:meth:`_minimize_critics` with the losses and their gradients computed compiled."""
+        td_error, critic1_loss, critic2_loss, loss_sum = compiler(
+            "critics", self._critic_losses, *inputs
+        )
+        batch.weight = td_error.detach()
+        return self._step_critics(critic1_loss, critic2_loss, loss_sum)
 
 
 class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
@@ -146,7 +177,11 @@ class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
     :param noise_clip: the target-action noise is clipped to ``[-noise_clip, noise_clip]``
         (0: not clipped).
     :param n_step_return_horizon: number of rewards summed before bootstrapping.
+
+    Its update can run compiled (:meth:`~tianshou.algorithm.Algorithm.compile_update`).
     """
+
+    _supports_compiled_update = True
 
     def __init__(
         self,
@@ -197,16 +232,48 @@ class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
             act_batch.act = act + noise
         return act_batch
 
+    def _target_values(self, obs: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
+        """The compiled target: the twin-critic minimum at the target actor's actions,
+        smoothed with the standard-normal ``noise`` (None without smoothing)."""
+        act, _ = self.actor_old(obs, state=None, info=None)
+        if noise is not None:
+            noise = noise * self.policy_noise
+            if self.noise_clip > 0:
+                noise = noise.clamp(-self.noise_clip, self.noise_clip)
+            act = act + noise
+        return torch.min(self.critic_old(obs, act), self.critic2_old(obs, act))
+
+    def _compiled_target_q(self, compiler: UpdateCompiler, obs_next: torch.Tensor) -> torch.Tensor:
+        noise = None
+        if self.policy_noise > 0:
+            shape = self.policy.action_space.shape or ()
+            noise = compiler.standard_normal(len(obs_next), *shape)
+        return compiler("target", self._target_values, obs_next, noise)
+
     def _actor_loss(self, batch: Batch) -> torch.Tensor:
         """The delayed actor step's loss: ``-mean(Q1(s, pi(s)))``, the critic held fixed."""
         act = self.policy(batch).act
         with frozen(self._critic_only_params):
             return -self.critic(batch.obs, act).mean()
 
+    def _compiled_actor_loss(self, obs: torch.Tensor) -> torch.Tensor:
+        """The compiled actor step's loss, :meth:`_actor_loss` on tensor observations."""
+        act, _ = self.policy.actor(obs, state=None, info=None)
+        return -self.critic(obs, act).mean()
+
     def _update_with_batch(self, batch: Batch) -> TD3TrainingStats:
-        critic1_loss, critic2_loss = self._minimize_critics(batch)
+        compiler = self._update_compiler if is_array(batch.obs) else None
+        if compiler is None:
+            critic1_loss, critic2_loss = self._minimize_critics(batch)
+        else:
+            inputs = self._compiled_step_inputs(batch)
+            critic1_loss, critic2_loss = self._compiled_minimize_critics(batch, compiler, inputs)
         if self._cnt % self.update_actor_freq == 0:
-            actor_loss = self._actor_loss(batch)
+            if compiler is None:
+                actor_loss = self._actor_loss(batch)
+            else:
+                with frozen(self._critic_only_params):
+                    actor_loss = compiler("actor", self._compiled_actor_loss, inputs[0])
             (self._last_actor_loss,) = self.policy_optim.step_with_loss_values(actor_loss)
             self._update_lagged_network_weights()
         self._cnt += 1
