@@ -1,6 +1,7 @@
-"""Tests of structured spaces across algorithms: dict observations (DQN, PPO), MultiDiscrete /
-MultiBinary / Tuple actions for the policy-gradient family through product distributions, and
-hybrid ``Tuple(Discrete, Box)`` actions for PPO.
+"""Tests of structured spaces across algorithms: dict observations (every algorithm updates on
+them; DQN, PPO and QRDQN learn a dict task), MultiDiscrete / MultiBinary / Tuple actions for
+the policy-gradient family through product distributions, and hybrid ``Tuple(Discrete, Box)``
+actions for PPO.
 
 Each learning test uses a small env of our own whose reward depends on the structure: the goal
 is only in its own observation key, every action part is rewarded separately, and the
@@ -8,7 +9,9 @@ continuous parameter of a hybrid action only pays off with the right discrete ch
 raise on any action outside their space, so a wrongly mapped action fails the test.
 """
 
+import functools
 from collections.abc import Callable
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -19,31 +22,44 @@ from torch.distributions import Independent, Normal, kl_divergence
 
 from tianshou.algorithm import (
     A2C,
+    BCQ,
+    BDQN,
     C51,
+    CQL,
     DDPG,
     DQN,
     FQF,
+    GAIL,
     IQN,
     NPG,
     PPO,
+    QRDQN,
+    REDQ,
     SAC,
     TD3,
+    TD3BC,
     TRPO,
     DiscreteBCQ,
+    DiscreteCQL,
     DiscreteCRR,
     DiscreteSAC,
     OffPolicyImitationLearning,
+    RainbowDQN,
     Reinforce,
 )
-from tianshou.algorithm.algorithm_base import Algorithm, OnPolicyAlgorithm
+from tianshou.algorithm.algorithm_base import Algorithm, OfflineAlgorithm, OnPolicyAlgorithm
+from tianshou.algorithm.imitation.bcq import BCQPolicy
 from tianshou.algorithm.imitation.discrete_bcq import DiscreteBCQPolicy
 from tianshou.algorithm.imitation.imitation_base import ImitationPolicy
+from tianshou.algorithm.modelfree.bdqn import BDQNPolicy
 from tianshou.algorithm.modelfree.c51 import C51Policy
 from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
 from tianshou.algorithm.modelfree.discrete_sac import DiscreteSACPolicy
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.modelfree.fqf import FQFPolicy
 from tianshou.algorithm.modelfree.iqn import IQNPolicy
+from tianshou.algorithm.modelfree.qrdqn import QRDQNPolicy
+from tianshou.algorithm.modelfree.redq import REDQPolicy
 from tianshou.algorithm.modelfree.reinforce import (
     ActionLayout,
     DiscreteActorPolicy,
@@ -53,18 +69,22 @@ from tianshou.algorithm.modelfree.reinforce import (
 )
 from tianshou.algorithm.modelfree.sac import SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
-from tianshou.data import Batch, Collector, VectorReplayBuffer
+from tianshou.data import Batch, Collector, ReplayBuffer, VectorReplayBuffer
+from tianshou.data.stats import SequenceSummaryStats
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
-from tianshou.utils.net.common import Net, get_dict_state_decorator
+from tianshou.utils.net.branching import BranchingNet
+from tianshou.utils.net.common import EnsembleLinear, Net, get_dict_state_decorator
 from tianshou.utils.net.continuous import ContinuousActorDeterministic, ContinuousActorProbabilistic
 from tianshou.utils.net.dict_encoder import DictActionCritic, DictEncoder
+from tianshou.utils.net.dict_heads import DictHeadNet, DictPerturbation, DictVAE
 from tianshou.utils.net.discrete import (
     DiscreteActor,
     DiscreteCritic,
     FractionProposalNetwork,
     FullQuantileFunction,
     ImplicitQuantileNetwork,
+    NoisyLinear,
 )
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -199,11 +219,11 @@ class HybridTargetEnv(StrictEnv):
         return self._observe(), reward, self._steps >= self.EPISODE_LENGTH, False, {}
 
 
-def seed_everything() -> None:
+def seed_everything(seed: int = 0) -> None:
     """Seed torch and numpy's global generator (minibatch order), so that a learning test's
     outcome does not depend on the tests run before it."""
-    torch.manual_seed(0)
-    np.random.seed(0)
+    torch.manual_seed(seed)
+    np.random.seed(seed)
 
 
 def vector_env(make: Callable[[], gym.Env], num: int, seed: int) -> DummyVectorEnv:
@@ -234,6 +254,35 @@ def on_policy_training(
             update_step_num_repetitions=4,
             batch_size=64,
             test_step_num_episodes=20,
+            stop_fn=lambda mean_return: mean_return >= threshold,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+
+
+def off_policy_training(
+    algorithm: Algorithm, make: Callable[[], gym.Env], threshold: float
+) -> None:
+    """Train after 200 random warm-up steps, until the mean test return reaches ``threshold``
+    or for 10 epochs."""
+    training = Collector(
+        algorithm,
+        vector_env(make, 4, 0),
+        VectorReplayBuffer(2000, 4),
+        exploration_noise=True,
+    )
+    training.reset()
+    training.collect(n_step=200, random=True)
+    algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=training,
+            test_collector=Collector(algorithm, vector_env(make, 10, 2)),
+            max_epochs=10,
+            epoch_num_steps=400,
+            collection_step_num_env_steps=20,
+            test_step_num_episodes=20,
+            batch_size=64,
             stop_fn=lambda mean_return: mean_return >= threshold,
             show_progress=False,
             verbose=False,
@@ -287,28 +336,7 @@ def test_dqn_learns_a_dict_observation_task() -> None:
         policy=policy, optim=AdamOptimizerFactory(lr=1e-2), gamma=0.9, target_update_freq=20
     )
     assert mean_test_return(algorithm, GoalLineEnv) < GOAL_THRESHOLD - 0.5
-    training = Collector(
-        algorithm,
-        vector_env(GoalLineEnv, 4, 0),
-        VectorReplayBuffer(2000, 4),
-        exploration_noise=True,
-    )
-    training.reset()
-    training.collect(n_step=200, random=True)
-    algorithm.run_training(
-        OffPolicyTrainerParams(
-            training_collector=training,
-            test_collector=Collector(algorithm, vector_env(GoalLineEnv, 10, 2)),
-            max_epochs=10,
-            epoch_num_steps=400,
-            collection_step_num_env_steps=20,
-            test_step_num_episodes=20,
-            batch_size=64,
-            stop_fn=lambda mean_return: mean_return >= GOAL_THRESHOLD,
-            show_progress=False,
-            verbose=False,
-        )
-    )
+    off_policy_training(algorithm, GoalLineEnv, GOAL_THRESHOLD)
     assert mean_test_return(algorithm, GoalLineEnv) >= GOAL_THRESHOLD
 
 
@@ -504,9 +532,13 @@ def test_ppo_learns_a_hybrid_action_task() -> None:
 
 # ---------------------------------------------------------------------- every algorithm
 class DictSensorsEnv(StrictEnv):
-    """Continuous actions on dict observations with a float, a Discrete and an image entry."""
+    """Dict observations with a float, a Discrete and an image entry; every action costs its
+    squared size (continuous actions by default).
 
-    def __init__(self) -> None:
+    :param action_space: the action space; Box, Discrete or MultiDiscrete.
+    """
+
+    def __init__(self, action_space: gym.Space | None = None) -> None:
         self.observation_space = gym.spaces.Dict(
             {
                 "joints": gym.spaces.Box(-1.0, 1.0, (3,)),
@@ -514,16 +546,18 @@ class DictSensorsEnv(StrictEnv):
                 "camera": gym.spaces.Box(0, 255, (8, 8, 3), dtype=np.uint8),
             }
         )
-        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+        self.action_space = action_space or gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
         self.observation_space.seed(int(self.np_random.integers(2**31)))
         return self.observation_space.sample(), {}
 
-    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict]:
-        self._check(np.asarray(action, dtype=np.float32))
-        reward = -float(np.sum(np.square(action)))
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        if isinstance(self.action_space, gym.spaces.Box):
+            action = np.asarray(action, dtype=np.float32)
+        self._check(action)
+        reward = -float(np.sum(np.square(np.asarray(action, dtype=np.float32))))
         return (
             self.observation_space.sample(),
             reward,
@@ -545,6 +579,42 @@ def sensors_q() -> DictActionCritic:
     return DictActionCritic(
         observation_space=SENSORS_SPACE, action_shape=2, hidden_sizes=[16], cnn_channels=[4]
     )
+
+
+SENSORS_DISCRETE = gym.spaces.Discrete(3)
+SENSORS_BRANCHES = gym.spaces.MultiDiscrete([3, 3])
+NUM_ATOMS = 8
+
+
+def sensors_distributional(**head_kwargs: Any) -> DictHeadNet:
+    """Per-action return distributions (or quantiles) for the sensors env's discrete actions:
+    a distributional Net head on a DictEncoder body with a CNN for the camera."""
+    body = sensors_body()
+    head = Net(state_shape=body.output_dim, action_shape=3, num_atoms=NUM_ATOMS, **head_kwargs)
+    return DictHeadNet(encoder=body, head=head)
+
+
+def sensors_expert_buffer(size: int = 40) -> ReplayBuffer:
+    """Transitions of an expert of the sensors env: it always acts 0, the costless action."""
+    env = DictSensorsEnv()
+    buffer = ReplayBuffer(size)
+    obs, _ = env.reset(seed=3)
+    for _ in range(size):
+        act = np.zeros(2, dtype=np.float32)
+        obs_next, rew, terminated, truncated, _ = env.step(act)
+        buffer.add(
+            Batch(
+                obs=obs,
+                act=act,
+                rew=rew,
+                terminated=terminated,
+                truncated=truncated,
+                obs_next=obs_next,
+                info={},
+            )
+        )
+        obs = env.reset()[0] if terminated or truncated else obs_next
+    return buffer
 
 
 def goal_body(action_shape: int = 0) -> DictEncoder:
@@ -586,6 +656,38 @@ def dict_obs_algorithm(name: str) -> Algorithm:
         )
         return C51(
             policy=C51Policy(model=c51_model, action_space=discrete, num_atoms=11), optim=optim
+        )
+    if name == "QRDQN":
+        qr_policy = QRDQNPolicy(model=sensors_distributional(), action_space=SENSORS_DISCRETE)
+        return QRDQN(policy=qr_policy, optim=optim, num_quantiles=NUM_ATOMS, target_update_freq=2)
+    if name == "DiscreteCQL":
+        qr_policy = QRDQNPolicy(model=sensors_distributional(), action_space=SENSORS_DISCRETE)
+        return DiscreteCQL(policy=qr_policy, optim=optim, num_quantiles=NUM_ATOMS)
+    if name == "C51-image":
+        model = sensors_distributional(softmax=True)
+        return C51(
+            policy=C51Policy(model=model, action_space=SENSORS_DISCRETE, num_atoms=NUM_ATOMS),
+            optim=optim,
+            target_update_freq=2,
+        )
+    if name == "RainbowDQN":
+        noisy: dict[str, Any] = {"linear_layer": NoisyLinear}
+        model = sensors_distributional(softmax=True, dueling_param=(noisy, noisy), **noisy)
+        return RainbowDQN(
+            policy=C51Policy(model=model, action_space=SENSORS_DISCRETE, num_atoms=NUM_ATOMS),
+            optim=optim,
+            n_step_return_horizon=2,
+            target_update_freq=2,
+        )
+    if name == "BDQN":
+        body = sensors_body()
+        branching = BranchingNet(state_shape=body.output_dim, num_branches=2, action_per_branch=3)
+        return BDQN(
+            policy=BDQNPolicy(
+                model=DictHeadNet(encoder=body, head=branching), action_space=SENSORS_BRANCHES
+            ),
+            optim=optim,
+            target_update_freq=2,
         )
     if name == "FQF":
         fqf_model = FullQuantileFunction(preprocess_net=goal_body(), action_shape=2, num_cosines=8)
@@ -639,10 +741,87 @@ def dict_obs_algorithm(name: str) -> Algorithm:
             critic2=sensors_q(),
             critic2_optim=optim,
         )
+    if name == "REDQ":
+        ensemble = DictActionCritic(
+            observation_space=SENSORS_SPACE,
+            action_shape=2,
+            hidden_sizes=[16],
+            cnn_channels=[4],
+            linear_layer=functools.partial(EnsembleLinear, 4),
+        )
+        actor_prob = ContinuousActorProbabilistic(preprocess_net=sensors_body(), action_shape=2)
+        return REDQ(
+            policy=REDQPolicy(actor=actor_prob, action_space=SENSORS_ACTIONS),
+            policy_optim=optim,
+            critic=ensemble,
+            critic_optim=optim,
+            ensemble_size=4,
+            actor_delay=1,
+        )
+    if name == "CQL":
+        actor_prob = ContinuousActorProbabilistic(preprocess_net=sensors_body(), action_shape=2)
+        return CQL(
+            policy=SACPolicy(actor=actor_prob, action_space=SENSORS_ACTIONS),
+            policy_optim=optim,
+            critic=sensors_q(),
+            critic_optim=optim,
+            num_repeat_actions=3,
+        )
+    if name == "BCQ":
+        bcq_policy = BCQPolicy(
+            actor_perturbation=DictPerturbation(
+                observation_space=SENSORS_SPACE,
+                action_shape=2,
+                max_action=1.0,
+                hidden_sizes=[16],
+                cnn_channels=[4],
+            ),
+            action_space=SENSORS_ACTIONS,
+            critic=sensors_q(),
+            vae=DictVAE(
+                observation_space=SENSORS_SPACE,
+                action_shape=2,
+                latent_dim=4,
+                max_action=1.0,
+                hidden_sizes=[16],
+                cnn_channels=[4],
+            ),
+            forward_sampled_times=5,
+        )
+        return BCQ(
+            policy=bcq_policy,
+            actor_perturbation_optim=optim,
+            critic_optim=optim,
+            vae_optim=optim,
+            num_sampled_action=3,
+        )
+    if name == "GAIL":
+        actor_prob = ContinuousActorProbabilistic(preprocess_net=sensors_body(), action_shape=2)
+        return GAIL(
+            policy=ProbabilisticActorPolicy(
+                actor=actor_prob, dist_fn=gaussian, action_space=SENSORS_ACTIONS
+            ),
+            critic=DiscreteCritic(preprocess_net=sensors_body()),
+            optim=optim,
+            expert_buffer=sensors_expert_buffer(),
+            disc_net=sensors_q(),
+            disc_optim=optim,
+            disc_update_num=2,
+        )
     deterministic = ContinuousActorDeterministic(preprocess_net=sensors_body(), action_shape=2)
     policy_det = ContinuousDeterministicPolicy(actor=deterministic, action_space=SENSORS_ACTIONS)
     if name == "DDPG":
         return DDPG(policy=policy_det, policy_optim=optim, critic=sensors_q(), critic_optim=optim)
+    if name == "TD3BC":
+        return TD3BC(
+            policy=policy_det,
+            policy_optim=optim,
+            critic=sensors_q(),
+            critic_optim=optim,
+            critic2=sensors_q(),
+            critic2_optim=optim,
+            update_actor_freq=1,
+        )
     return TD3(
         policy=policy_det,
         policy_optim=optim,
@@ -671,30 +850,93 @@ DICT_OBS_ALGORITHMS = [
     "SAC",
     "DDPG",
     "TD3",
+    # networks with a DictEncoder body, the camera through its CNN
+    "C51-image",
+    "QRDQN",
+    "RainbowDQN",
+    "DiscreteCQL",
+    "BDQN",
+    "REDQ",
+    "BCQ",
+    "CQL",
+    "TD3BC",
+    "GAIL",
 ]
+
+
+def dict_obs_env(algorithm: Algorithm) -> Callable[[], gym.Env]:
+    """The env an algorithm of :func:`dict_obs_algorithm` trains on: the goal line for the
+    networks on ``goal_body``, else the sensors env (with a camera) with the policy's actions."""
+    action_space = algorithm.policy.action_space
+    if action_space == gym.spaces.Discrete(2):
+        return GoalLineEnv
+    return functools.partial(DictSensorsEnv, action_space)
+
+
+def loss_values(stats: Any) -> list[float]:
+    """Every loss (or loss summary's mean) an update reports."""
+    values = []
+    for field in fields(stats):
+        value = getattr(stats, field.name)
+        if isinstance(value, SequenceSummaryStats):
+            value = value.mean
+        if "loss" in field.name and isinstance(value, float):
+            values.append(value)
+        elif is_dataclass(value):
+            values += loss_values(value)
+    return values
 
 
 @pytest.mark.parametrize("name", DICT_OBS_ALGORITHMS)
 def test_every_algorithm_trains_on_dict_observations(name: str) -> None:
+    """One update on collected dict observations: finite losses, finite parameters that
+    changed. For the offline algorithms the collected data stands in for a data set."""
     seed_everything()
     algorithm = dict_obs_algorithm(name)
-    make = (
-        GoalLineEnv
-        if isinstance(algorithm.policy.action_space, gym.spaces.Discrete)
-        else (DictSensorsEnv)
+    collector = Collector(
+        algorithm, vector_env(dict_obs_env(algorithm), 2, 0), VectorReplayBuffer(200, 2)
     )
-    collector = Collector(algorithm, vector_env(make, 2, 0), VectorReplayBuffer(200, 2))
     collector.reset()
     collector.collect(n_step=40)
-    before = [p.detach().clone() for p in algorithm.policy.parameters()]
+    assert isinstance(collector.buffer.obs, Batch) and len(collector.buffer.obs.get_keys()) > 1
+    if isinstance(algorithm, OfflineAlgorithm):
+        algorithm.process_buffer(collector.buffer)
+    modules = [algorithm.policy, *([algorithm.disc_net] if isinstance(algorithm, GAIL) else [])]
+    before = [[p.detach().clone() for p in module.parameters()] for module in modules]
     with policy_within_training_step(algorithm.policy):
         if isinstance(algorithm, OnPolicyAlgorithm):
-            algorithm.update(buffer=collector.buffer, batch_size=16, repeat=1)
+            stats = algorithm.update(buffer=collector.buffer, batch_size=16, repeat=1)
         else:
-            algorithm.update(sample_size=16, buffer=collector.buffer)
-    after = list(algorithm.policy.parameters())
-    assert all(torch.isfinite(p).all() for p in after)
-    assert any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
+            stats = algorithm.update(sample_size=16, buffer=collector.buffer)
+    losses = loss_values(stats)
+    assert losses and np.isfinite(losses).all()
+    for module, module_before in zip(modules, before, strict=True):
+        after = list(module.parameters())
+        assert all(torch.isfinite(p).all() for p in after)
+        assert any(not torch.equal(b, a) for b, a in zip(module_before, after, strict=True))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_qrdqn_learns_a_dict_observation_task() -> None:
+    """A distributional learner on a DictHeadNet: quantiles of a Net head on a DictEncoder
+    body reach the goal given only in the ``goal`` key (seed 1: its untrained network misses
+    it, as the first assertion checks)."""
+    seed_everything(1)
+    body = DictEncoder(observation_space=GOAL_SPACE, hidden_sizes=[32])
+    model = DictHeadNet(
+        encoder=body, head=Net(state_shape=body.output_dim, action_shape=2, num_atoms=16)
+    )
+    policy = QRDQNPolicy(model=model, action_space=gym.spaces.Discrete(2), eps_training=0.2)
+    algorithm = QRDQN(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=1e-2),
+        gamma=0.9,
+        num_quantiles=16,
+        target_update_freq=20,
+    )
+    assert mean_test_return(algorithm, GoalLineEnv) < GOAL_THRESHOLD - 0.5
+    off_policy_training(algorithm, GoalLineEnv, GOAL_THRESHOLD)
+    assert mean_test_return(algorithm, GoalLineEnv) >= GOAL_THRESHOLD
 
 
 # ---------------------------------------------------------------------- unsupported spaces

@@ -112,9 +112,19 @@ def test_continuous_default_critics_read_dict_observations(sensors: Environments
     assert shared(obs).shape == (5, 1)
 
 
-def test_critic_ensembles_name_the_dict_observations(sensors: Environments) -> None:
-    with pytest.raises(ValueError, match="critic ensembles read flat observations"):
-        CriticEnsembleFactoryDefault([8]).create_module(sensors, "cpu", 2, use_action=True)
+def test_critic_ensembles_read_dict_observations(sensors: Environments) -> None:
+    """REDQ's default ensemble: the members of a DictActionCritic ensemble differ."""
+    obs = batch_of(DictSensorsEnv().observation_space, 5)
+    act = np.zeros((5, 2), dtype=np.float32)
+    ensemble = CriticEnsembleFactoryDefault([8]).create_module(sensors, "cpu", 3, use_action=True)
+    assert isinstance(ensemble, DictActionCritic)
+    q = ensemble(obs, act)
+    assert q.shape == (3, 5, 1) and not torch.equal(q[0], q[1])
+
+
+def test_v_critic_ensembles_name_the_dict_observations(sensors: Environments) -> None:
+    with pytest.raises(ValueError, match=r"ensembles of V\(s\) critics read flat observations"):
+        CriticEnsembleFactoryDefault([8]).create_module(sensors, "cpu", 2, use_action=False)
 
 
 class GoalLineEnvFactory(EnvFactory):

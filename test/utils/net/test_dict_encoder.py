@@ -1,6 +1,8 @@
 """Tests of DictEncoder and DictActionCritic: how each kind of entry is read, image layouts,
 key selection, and the errors for observations that do not fit the space."""
 
+import functools
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from tianshou.utils.net.dict_encoder import (
     ImageEncoder,
     is_image_space,
 )
+from tianshou.utils.net.layers import EnsembleLinear
 
 SPACE = gym.spaces.Dict(
     {
@@ -109,3 +112,25 @@ def test_action_critic_reads_the_action() -> None:
     assert q0.shape == (3, 1) and not torch.allclose(q0, q1)
     with pytest.raises(ValueError, match="expects actions of 2 entries"):
         critic(obs, np.zeros((3, 3)))
+
+
+def test_action_critic_with_ensemble_layers_is_an_ensemble_on_one_encoding() -> None:
+    """Member ``i`` of the ensemble is the MLP with the ``i``-th weights of every layer, all
+    reading the same encoded observation and action."""
+    torch.manual_seed(0)
+    ensemble = DictActionCritic(
+        observation_space=SPACE,
+        action_shape=2,
+        hidden_sizes=[16],
+        linear_layer=functools.partial(EnsembleLinear, 3),
+    )
+    obs, act = sample(SPACE, 4), np.ones((4, 2), dtype=np.float32)
+    q = ensemble(obs, act)
+    assert q.shape == (3, 4, 1)
+    features = torch.cat([ensemble.encoder(obs)[0], torch.as_tensor(act)], dim=1)
+    first, _, last = ensemble.head.model
+    for member in range(3):
+        hidden = torch.relu(features @ first.weight[member] + first.bias[member])
+        expected = hidden @ last.weight[member] + last.bias[member]
+        assert torch.allclose(q[member], expected, atol=1e-6)
+    assert not torch.allclose(q[0], q[1])

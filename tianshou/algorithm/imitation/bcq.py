@@ -16,6 +16,12 @@ first Q-value. One update (:meth:`BCQ._update_with_batch`) makes, in the paper's
    the bootstrap term; truncated ones keep it);
 3. a perturbation step on ``-Q1(s, perturbation(s, decoded action))``;
 4. Polyak averaging of the three target networks with ``tau``.
+
+Dict observations (a ``Batch`` per observation batch) need networks that read them:
+:class:`~tianshou.utils.net.dict_heads.DictVAE`,
+:class:`~tianshou.utils.net.dict_heads.DictPerturbation` and
+:class:`~tianshou.utils.net.dict_encoder.DictActionCritic`. Observations are then repeated for
+the candidate actions key by key.
 """
 
 from dataclasses import dataclass
@@ -27,6 +33,7 @@ import torch.nn.functional as F
 from gymnasium.spaces import Box
 from torch import nn
 
+from tianshou.algorithm._obs_rows import ObsRows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import (
     ActionBoundMethod,
@@ -51,6 +58,16 @@ class BCQTrainingStats(TrainingStats):
     critic1_loss: float
     critic2_loss: float
     vae_loss: float
+
+
+def _observations(values: Any, name: str, device: torch.device, rows: int | None = None) -> ObsRows:
+    """Observations on ``device``: a ``(rows, width)`` matrix (see :func:`_matrix`), or the
+    tensors of a ``Batch`` of dict observations with ``rows`` rows."""
+    if not isinstance(values, Batch):
+        return _matrix(values, name, device, rows)
+    if rows is not None and len(values) != rows:
+        raise ValueError(f"BCQ needs {rows} rows of {name}, got {len(values)}")
+    return obs_rows(values, device)
 
 
 def _matrix(values: Any, name: str, device: torch.device, rows: int | None = None) -> torch.Tensor:
@@ -127,7 +144,7 @@ class BCQPolicy(Policy):
 
         :return: a Batch with ``act`` (a ``(B, action_dim)`` tensor) and ``state``.
         """
-        obs_BO = _matrix(batch.obs, "obs", torch_device(self.critic))
+        obs_BO = _observations(batch.obs, "obs", torch_device(self.critic))
         num = self.forward_sampled_times
         with torch.no_grad():
             act_NA, obs_NO = self.perturbed_candidates(obs_BO, num, self.actor_perturbation)
@@ -136,12 +153,14 @@ class BCQPolicy(Policy):
         return batch_of_parsed_values({"act": act_BA, "state": state})
 
     def perturbed_candidates(
-        self, obs_BO: torch.Tensor, num: int, perturbation: nn.Module
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, obs_BO: ObsRows, num: int, perturbation: nn.Module
+    ) -> tuple[torch.Tensor, ObsRows]:
         """``num`` perturbed VAE proposals per observation, candidates of the same observation
-        adjacent: returns ``(actions (B * num, A), repeated observations (B * num, O))``."""
-        obs_NO = obs_BO.repeat_interleave(num, dim=0)
-        return perturbation(obs_NO, self.vae.decode(obs_NO)), obs_NO
+        adjacent: returns ``(actions (B * num, A), repeated observations (B * num, O))`` (the
+        observations a ``Batch`` of repeated entries for dict observations)."""
+        obs_NO = repeat_rows(obs_BO, num)
+        # a Batch of dict observations goes to a DictVAE, which decodes Batches
+        return perturbation(obs_NO, self.vae.decode(obs_NO)), obs_NO  # type: ignore[arg-type]
 
 
 class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
@@ -226,7 +245,7 @@ class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             id(p) in critic1_params for p in self.critic2.parameters()
         )
 
-    def _vae_loss(self, obs_BO: torch.Tensor, act_BA: torch.Tensor) -> torch.Tensor:
+    def _vae_loss(self, obs_BO: ObsRows, act_BA: torch.Tensor) -> torch.Tensor:
         """Reconstruction error plus half the KL divergence of the latent from ``N(0, 1)``."""
         reconstruction, mean, std = self.policy.vae(obs_BO, act_BA)
         reconstruction_loss = F.mse_loss(reconstruction, act_BA)
@@ -234,7 +253,7 @@ class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         return reconstruction_loss + kl / 2.0
 
     def _target_q(
-        self, obs_next_BO: torch.Tensor, rew_B: torch.Tensor, terminated_B: torch.Tensor
+        self, obs_next_BO: ObsRows, rew_B: torch.Tensor, terminated_B: torch.Tensor
     ) -> torch.Tensor:
         """The TD targets ``(B,)`` (see the module docstring), computed without gradients."""
         num = self.num_sampled_action
@@ -248,16 +267,16 @@ class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             best_B = soft_q.reshape(len(obs_next_BO), num).max(dim=1).values
             return rew_B + self.gamma * best_B * terminated_B.logical_not()
 
-    def _actor_loss(self, obs_BO: torch.Tensor) -> torch.Tensor:
+    def _actor_loss(self, obs_BO: ObsRows) -> torch.Tensor:
         """``-Q1`` of the perturbed VAE proposals; only the perturbation network learns from it."""
         with torch.no_grad():
-            proposal_BA = self.policy.vae.decode(obs_BO)
+            proposal_BA = self.policy.vae.decode(obs_BO)  # type: ignore[arg-type]  # DictVAE
         act_BA = self.policy.actor_perturbation(obs_BO, proposal_BA)
         with frozen(self._critic_only_params):
             return -self.policy.critic(obs_BO, act_BA).mean()
 
     def _minimize_critics(
-        self, obs_BO: torch.Tensor, act_BA: torch.Tensor, target_B: torch.Tensor
+        self, obs_BO: ObsRows, act_BA: torch.Tensor, target_B: torch.Tensor
     ) -> tuple[float, float]:
         """One step of each critic on its mean squared error to ``target_B``; returns both losses.
 
@@ -288,10 +307,10 @@ class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
 
     def _update_with_batch(self, batch: Batch) -> BCQTrainingStats:
         device = torch_device(self.policy.critic)
-        obs = _matrix(batch.obs, "obs", device)
+        obs = _observations(batch.obs, "obs", device)
         rows = len(obs)
         act = _matrix(batch.act, "act", device, rows)
-        obs_next = _matrix(batch.obs_next, "obs_next", device, rows)
+        obs_next = _observations(batch.obs_next, "obs_next", device, rows)
         rew = torch.as_tensor(batch.rew, device=device, dtype=torch.float32).reshape(-1)
         terminated = torch.as_tensor(batch.terminated, device=device).reshape(-1)
         if len(rew) != rows or len(terminated) != rows:

@@ -21,6 +21,11 @@ sampled without gradients (the critic's step never used them); ``calibrated`` bo
 Q-values of the policy's actions by the returns-to-go, before the log-probability correction,
 as Cal-QL does (Nakamoto et al. 2023, arXiv:2303.05479, eq. 5.1); only terminated (not
 truncated) transitions cut the bootstrap; a missing ``critic2`` is a freshly initialised copy.
+
+Dict observations (a ``Batch`` per observation batch) need an actor body and critics that read
+them (:class:`~tianshou.utils.net.dict_encoder.DictEncoder`,
+:class:`~tianshou.utils.net.dict_encoder.DictActionCritic`); the penalty's repeated states are
+then repeated and stacked key by key.
 """
 
 import math
@@ -30,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tianshou.algorithm._obs_rows import ObsRows, cat_rows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import (
     LaggedNetworkPolyakUpdateAlgorithmMixin,
@@ -176,11 +182,11 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
     def _update_with_batch(self, batch: Batch) -> CQLTrainingStats:
         obs, act, rew, obs_next, not_terminal, lower_bound = self._tensors(batch)
         actor_loss, alpha_loss = self._actor_and_alpha_step(obs)
-        obs_rep = obs.repeat_interleave(self.num_repeat_actions, dim=0)
+        obs_rep = repeat_rows(obs, self.num_repeat_actions)
         target_q, pi_act, pi_log_prob = self._target_and_policy_samples(
             rew, obs_rep, obs_next, not_terminal
         )
-        rand_act = torch.empty(len(obs_rep), self._act_dim, device=obs.device).uniform_(
+        rand_act = torch.empty(len(obs_rep), self._act_dim, device=act.device).uniform_(
             self.min_action, self.max_action
         )
         sampled_act = torch.cat([rand_act, pi_act])
@@ -203,16 +209,19 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         return self._stats(values, actor_loss, alpha_loss, cql_alpha, cql_alpha_loss)
 
     # ------------------------------------------------------------------ pieces of the update
-    def _tensors(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+    def _tensors(
+        self, batch: Batch
+    ) -> tuple[ObsRows, torch.Tensor, torch.Tensor, ObsRows, torch.Tensor, torch.Tensor]:
         """``obs, act, rew, obs_next, not_terminal, lower_bound`` as float tensors on the
-        policy's device, with the shapes checked (``lower_bound`` is empty unless calibrated)."""
+        policy's device (dict observations as a ``Batch`` of tensors), with the shapes checked
+        (``lower_bound`` is empty unless calibrated)."""
         device = torch_device(self.policy)
         data = batch.__dict__
 
         def tensor(key: str) -> torch.Tensor:
             return torch.as_tensor(data[key], device=device, dtype=torch.float32)
 
-        obs, act = tensor("obs"), tensor("act")
+        obs, act = obs_rows(data["obs"], device), tensor("act")
         size = len(obs)
         if act.shape != (size, self._act_dim):
             raise ValueError(
@@ -233,9 +242,9 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
                     "or build CQL with calibrated=False"
                 )
             lower_bound = tensor(CALIBRATION_KEY).reshape(size, 1)
-        return obs, act, rew, tensor("obs_next"), not_terminal, lower_bound
+        return obs, act, rew, obs_rows(data["obs_next"], device), not_terminal, lower_bound
 
-    def _actor_and_alpha_step(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _actor_and_alpha_step(self, obs: ObsRows) -> tuple[torch.Tensor, torch.Tensor | None]:
         """SAC's actor step (``alpha * log pi - min Q``, through frozen critics) and the entropy
         coefficient's step; returns both (unsynchronised) losses."""
         result = self.policy(batch_of_parsed_values({"obs": obs, "info": Batch()}))
@@ -251,8 +260,8 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
     def _target_and_policy_samples(
         self,
         rew: torch.Tensor,
-        obs_rep: torch.Tensor,
-        obs_next: torch.Tensor,
+        obs_rep: ObsRows,
+        obs_next: ObsRows,
         not_terminal: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The soft TD targets ``(B,)`` and the penalty's policy actions: one sampling pass
@@ -262,10 +271,10 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             ``(2 * B * N, act_dim)`` and ``(2 * B * N,)``: first sampled at ``s``, then at ``s'``.
         """
         size = len(obs_next)
-        next_rep = obs_next.repeat_interleave(self.num_repeat_actions, dim=0)
+        next_rep = repeat_rows(obs_next, self.num_repeat_actions)
         sampled = self.policy(
             batch_of_parsed_values(
-                {"obs": torch.cat([obs_next, obs_rep, next_rep]), "info": Batch()}
+                {"obs": cat_rows([obs_next, obs_rep, next_rep]), "info": Batch()}
             )
         )
         act_next, pi_act = sampled.act[:size], sampled.act[size:]
@@ -282,10 +291,10 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
     def _critic_losses(
         self,
         critic: nn.Module,
-        obs: torch.Tensor,
+        obs: ObsRows,
         act: torch.Tensor,
         target_q: torch.Tensor,
-        obs_rep: torch.Tensor,
+        obs_rep: ObsRows,
         sampled_act: torch.Tensor,
         pi_log_prob: torch.Tensor,
         lower_bound: torch.Tensor,
@@ -294,7 +303,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         pass over the data actions and the ``3 * N`` sampled actions of each state
         (``sampled_act``: random, policy at ``s``, policy at ``s'``; all evaluated at ``s``)."""
         size, repeat = len(obs), self.num_repeat_actions
-        q = critic(torch.cat([obs, obs_rep, obs_rep, obs_rep]), torch.cat([act, sampled_act]))
+        q = critic(cat_rows([obs, obs_rep, obs_rep, obs_rep]), torch.cat([act, sampled_act]))
         q = q.flatten()
         q_data, q_rand, q_pi = q[:size], q[size : size * (repeat + 1)], q[size * (repeat + 1) :]
         q_rand = q_rand.reshape(size, repeat) - self._random_log_density

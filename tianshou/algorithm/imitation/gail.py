@@ -6,6 +6,11 @@ sees the environment's reward: before each PPO update the discriminator takes
 ``disc_update_num`` gradient steps on the fresh rollout and on as many expert transitions, and
 the rollout's rewards are then replaced by ``-log(1 - D(s, a)) = -logsigmoid(-logits)``, which
 is large where the policy behaves like the expert. PPO then maximises these rewards.
+
+With dict observations (a ``Batch`` per observation batch) the discriminator reads the
+observation through an encoder instead of a flat concatenation: it is called as
+``disc_net(obs, act)``, e.g. a :class:`~tianshou.utils.net.dict_encoder.DictActionCritic`,
+which encodes the entries (images through a CNN) before joining them with the action.
 """
 
 from dataclasses import dataclass, fields
@@ -49,7 +54,9 @@ class GAIL(PPO):
     :param expert_buffer: the expert's demonstrations (``obs`` and ``act`` are used; actions as
         the policy outputs them, i.e. raw actions before ``map_action``).
     :param disc_net: maps ``cat(obs, act)`` (observations and actions flattened per sample) to
-        one logit per sample; positive logits mean "expert".
+        one logit per sample; positive logits mean "expert". For dict observations it is
+        called as ``disc_net(obs, act)`` with the observation ``Batch`` and the actions
+        flattened per sample (e.g. a ``DictActionCritic``).
     :param disc_optim: the factory of the discriminator's optimizer.
     :param disc_update_num: discriminator gradient steps per update; the rollout is split into
         this many shuffled chunks, each paired with as many freshly sampled expert transitions.
@@ -123,13 +130,16 @@ class GAIL(PPO):
         :raises ValueError: if ``disc_net`` does not return one logit per transition.
         """
         device = torch_device(self.disc_net)
-        obs = torch.as_tensor(batch.obs, dtype=torch.float32, device=device)
         act = torch.as_tensor(batch.act, dtype=torch.float32, device=device)
-        logits = self.disc_net(torch.cat([obs.flatten(1), act.reshape(len(act), -1)], dim=1))
-        if logits.numel() != len(obs):
+        if isinstance(batch.obs, Batch):
+            logits = self.disc_net(batch.obs, act.reshape(len(act), -1))
+        else:
+            obs = torch.as_tensor(batch.obs, dtype=torch.float32, device=device)
+            logits = self.disc_net(torch.cat([obs.flatten(1), act.reshape(len(act), -1)], dim=1))
+        if logits.numel() != len(act):
             raise ValueError(
                 f"disc_net must output one logit per transition, got shape "
-                f"{tuple(logits.shape)} for {len(obs)} transitions"
+                f"{tuple(logits.shape)} for {len(act)} transitions"
             )
         return logits.flatten()
 

@@ -3,8 +3,8 @@
 A critic estimates ``V(s)`` (``use_action=False``), or ``Q(s, a)`` (``use_action=True``) for
 continuous envs; for discrete envs ``Q(s, .)`` is one output per action
 (``discrete_last_size_use_action_shape=True``). Dict observations are read through a
-:class:`~tianshou.utils.net.dict_encoder.DictEncoder` (``Q(s, a)``: a
-:class:`~tianshou.utils.net.dict_encoder.DictActionCritic`); critic ensembles need flat ones.
+:class:`~tianshou.utils.net.dict_encoder.DictEncoder` (``Q(s, a)`` and ``Q(s, a)`` ensembles: a
+:class:`~tianshou.utils.net.dict_encoder.DictActionCritic`).
 """
 
 from abc import ABC, abstractmethod
@@ -250,7 +250,10 @@ class CriticEnsembleFactory(ABC):
 
 class CriticEnsembleFactoryContinuousNet(CriticEnsembleFactory, ToStringMixin):
     """An ensemble of MLP critics for continuous envs, whose layers are
-    :class:`~tianshou.utils.net.common.EnsembleLinear` (all members in one matmul).
+    :class:`~tianshou.utils.net.common.EnsembleLinear` (all members in one matmul). For dict
+    observations the members are the MLPs of a
+    :class:`~tianshou.utils.net.dict_encoder.DictActionCritic` on one shared encoding
+    (``Q(s, a)`` ensembles only).
 
     :param hidden_sizes: widths of the hidden layers of each member.
     :param activation: activation after each hidden layer.
@@ -266,17 +269,28 @@ class CriticEnsembleFactoryContinuousNet(CriticEnsembleFactory, ToStringMixin):
         device: TDevice,
         ensemble_size: int,
         use_action: bool,
-    ) -> ContinuousCritic:
+    ) -> nn.Module:
         envs.get_type().assert_continuous(self)
-        if reads_dict_observations(envs):
-            raise ValueError(
-                f"{self}: critic ensembles read flat observations, but the env observes "
-                f"{envs.get_observation_space()}; flatten it (gymnasium.wrappers."
-                "FlattenObservation) or pass your own CriticEnsembleFactory"
-            )
         if ensemble_size < 1:
             raise ValueError(f"ensemble_size must be at least 1, got {ensemble_size}")
         linear_layer = partial(EnsembleLinear, ensemble_size)
+        if reads_dict_observations(envs):
+            space = network_observation_space(envs)
+            if not use_action:
+                raise ValueError(
+                    f"{self}: ensembles of V(s) critics read flat observations, but the env "
+                    f"observes {space}; flatten it (gymnasium.wrappers.FlattenObservation) or "
+                    "pass your own CriticEnsembleFactory"
+                )
+            assert isinstance(space, gym.spaces.Dict)
+            dict_critic = DictActionCritic(
+                observation_space=space,
+                action_shape=envs.get_action_shape(),
+                hidden_sizes=self.hidden_sizes,
+                activation=self.activation,
+                linear_layer=linear_layer,
+            )
+            return dict_critic.to(device)
         body = Net(
             state_shape=envs.get_observation_shape(),
             action_shape=envs.get_action_shape() if use_action else 0,

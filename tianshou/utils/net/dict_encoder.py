@@ -32,6 +32,7 @@ from tianshou.utils.net.layers import (
     InputDeviceMixin,
     ModuleType,
     TActionShape,
+    TLinearLayer,
     as_shape_tuple,
 )
 
@@ -204,15 +205,30 @@ def _flat_dim(key: str, space: gym.Space) -> int:
 
 
 class DictActionCritic(nn.Module):
-    """``Q(s, a)`` for dict observations (SAC, DDPG, TD3, ...): the observation's encoded
-    entries (as :class:`DictEncoder` reads them, without hidden layers) are concatenated with
-    the flattened action and fed to an MLP with one output.
+    """``Q(s, a)`` for dict observations (SAC, DDPG, TD3, CQL, TD3BC, BCQ, ...): the
+    observation's encoded entries (as :class:`DictEncoder` reads them, without hidden layers)
+    are concatenated with the flattened action and fed to an MLP with one output.
 
     >>> space = gym.spaces.Dict({"pos": gym.spaces.Box(-1.0, 1.0, (2,)),
     ...                          "goal": gym.spaces.Discrete(3)})
     >>> critic = DictActionCritic(observation_space=space, action_shape=2, hidden_sizes=[16])
-    >>> critic({"pos": np.zeros((4, 2)), "goal": np.array([0, 1, 2, 0])}, np.zeros((4, 2))).shape
+    >>> obs = {"pos": np.zeros((4, 2)), "goal": np.array([0, 1, 2, 0])}
+    >>> critic(obs, np.zeros((4, 2))).shape
     torch.Size([4, 1])
+
+    The same network with ``EnsembleLinear`` layers is the critic ensemble of REDQ: the
+    encoding is shared, each member has an MLP of its own, and the output has shape
+    ``(ensemble_size, batch, 1)``:
+
+    >>> import functools
+    >>> from tianshou.utils.net.layers import EnsembleLinear
+    >>> ensemble = DictActionCritic(observation_space=space, action_shape=2, hidden_sizes=[16],
+    ...                             linear_layer=functools.partial(EnsembleLinear, 5))
+    >>> ensemble(obs, np.zeros((4, 2))).shape
+    torch.Size([5, 4, 1])
+
+    It is also GAIL's discriminator for dict observations: its one output is the logit that a
+    transition ``(s, a)`` is the expert's.
 
     :param observation_space: the ``Dict`` observation space of one env.
     :param action_shape: shape (or size) of one action.
@@ -220,6 +236,8 @@ class DictActionCritic(nn.Module):
     :param activation: activation after each hidden layer.
     :param keys: the observation entries read (see :class:`DictEncoder`).
     :param cnn_channels: output channels of the convolutions of each image encoder.
+    :param linear_layer: factory ``(in_features, out_features) -> module`` of the MLP's affine
+        layers; ``functools.partial(EnsembleLinear, n)`` makes an ensemble of ``n`` critics.
     """
 
     def __init__(
@@ -231,6 +249,7 @@ class DictActionCritic(nn.Module):
         activation: ModuleType | None = nn.ReLU,
         keys: Sequence[str] | None = None,
         cnn_channels: Sequence[int] = (16, 32),
+        linear_layer: TLinearLayer = nn.Linear,
     ) -> None:
         super().__init__()
         self.encoder = DictEncoder(
@@ -245,10 +264,12 @@ class DictActionCritic(nn.Module):
             output_dim=1,
             hidden_sizes=hidden_sizes,
             activation=activation,
+            linear_layer=linear_layer,
         )
 
     def forward(self, obs: Any, act: Any, info: dict[str, Any] | None = None) -> torch.Tensor:
-        """Q-values of shape ``(batch, 1)`` for dict observations and actions ``(batch, ...)``."""
+        """Q-values of shape ``(batch, 1)`` (``(ensemble_size, batch, 1)`` for an ensemble) for
+        dict observations and actions ``(batch, ...)``."""
         features, _ = self.encoder(obs)
         act = torch.as_tensor(act, device=features.device, dtype=torch.float32).flatten(1)
         if act.shape[1] != self.action_dim:
