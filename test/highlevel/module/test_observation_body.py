@@ -142,7 +142,7 @@ def test_a_ppo_experiment_learns_with_dict_observations_by_default() -> None:
         GoalLineEnvFactory(),
         ExperimentConfig(persistence_enabled=False, watch=False, seed=0),
         OnPolicyTrainingConfig(
-            max_epochs=5,
+            max_epochs=10,  # seeds 0-4 reach a best of 0.9-1.0 within 8 epochs
             epoch_num_steps=400,
             collection_step_num_env_steps=200,
             num_training_envs=4,
