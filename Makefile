@@ -9,7 +9,7 @@ STAMP := $(VENV)/.tianshou-installed
 EXTRAS := dev,all,wandb,docs
 PYTEST_WORKERS ?= auto
 
-.PHONY: install test lint typecheck unit demo bench bench-smoke clean docs docs-deps
+.PHONY: install test lint typecheck unit demo bench bench-peers bench-smoke clean docs docs-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,16 +54,34 @@ docs: $(STAMP) docs-deps
 demo: $(STAMP)
 	$(BIN)/python -m examples.mujoco.demo
 
+# The speed benchmarks of benchmark/README.md, each printing JSON lines.
 bench: $(STAMP)
 	$(BIN)/python -m benchmark.import_time
 	$(BIN)/python -m benchmark.data
 	$(BIN)/python -m benchmark.collect
 	$(BIN)/python -m benchmark.train
+	$(BIN)/python -m benchmark.train_small
 	$(BIN)/python -m benchmark.update_rate_qlearning
 	$(BIN)/python -m benchmark.update_rate_policy
 	$(BIN)/python -m benchmark.update_rate_bcq
 	$(BIN)/python -m benchmark.update_rate_cql
-	$(BIN)/python -m benchmark.offline_pendulum
+	$(BIN)/python -m benchmark.update_rate_ppo
+	$(BIN)/python -m benchmark.update_rate_recurrent
+	$(BIN)/python -m benchmark.update_rate_compiled
+	$(BIN)/python -m benchmark.train_offline
+
+# Stable-Baselines3 next to ours (PPO on Hopper-v5: the update and 100k steps end to end). SB3
+# lives in its own venv, installed through constraints.txt so that torch stays the CPU wheel.
+PEERS_VENV ?= .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.peers-installed
+
+$(PEERS_STAMP): benchmark/peers/requirements.txt constraints.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet -c constraints.txt -r benchmark/peers/requirements.txt
+	touch $(PEERS_STAMP)
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python -m benchmark.peers.compare_sb3
 
 BENCH_SMOKE_OUT ?= log/bench-smoke
 

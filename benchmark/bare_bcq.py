@@ -24,18 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from benchmark.bare_policy_gradient import _Replay, adam
-
-
-def mlp(in_dim: int, hidden: list[int], out_dim: int) -> nn.Sequential:
-    """ReLU hidden layers of the given widths and, if ``out_dim``, a linear output layer."""
-    layers: list[nn.Module] = []
-    for width in hidden:
-        layers += [nn.Linear(in_dim, width), nn.ReLU()]
-        in_dim = width
-    if out_dim:
-        layers.append(nn.Linear(in_dim, out_dim))
-    return nn.Sequential(*layers)
+from benchmark.common import Replay, adam, mlp
 
 
 class BareVAE(nn.Module):
@@ -45,10 +34,10 @@ class BareVAE(nn.Module):
         self, obs_dim: int, act_dim: int, hidden: list[int], latent_dim: int, max_action: float
     ) -> None:
         super().__init__()
-        self.encoder = mlp(obs_dim + act_dim, hidden, 0)
+        self.encoder = mlp(obs_dim + act_dim, *hidden, last_activation=True)
         self.mean = nn.Linear(hidden[-1], latent_dim)
         self.log_std = nn.Linear(hidden[-1], latent_dim)
-        self.decoder = mlp(obs_dim + latent_dim, hidden, act_dim)
+        self.decoder = mlp(obs_dim + latent_dim, *hidden, act_dim)
         self.latent_dim, self.max_action = latent_dim, max_action
 
     def decode(self, obs: torch.Tensor, latent: torch.Tensor | None = None) -> torch.Tensor:
@@ -72,7 +61,7 @@ class BarePerturbation(nn.Module):
         self, obs_dim: int, act_dim: int, hidden: list[int], max_action: float, phi: float
     ) -> None:
         super().__init__()
-        self.net = mlp(obs_dim + act_dim, hidden, act_dim)
+        self.net = mlp(obs_dim + act_dim, *hidden, act_dim)
         self.max_action, self.scale = max_action, phi * max_action
 
     def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
@@ -83,7 +72,7 @@ class BarePerturbation(nn.Module):
 class BareBCQ:
     """BCQ with its own replay tensors; :meth:`update` is one library-equivalent update.
 
-    :param data: the transitions (see ``benchmark.bare_policy_gradient.random_transitions``).
+    :param data: the transitions (see ``benchmark.common.random_transitions``).
     :param hidden: hidden widths of the perturbation network and the critics.
     :param vae_hidden: hidden widths of the VAE's encoder and decoder.
     """
@@ -102,10 +91,10 @@ class BareBCQ:
         num_sampled: int = 10,
         lr: float = 1e-3,
     ) -> None:
-        self.replay = _Replay(data)
+        self.replay = Replay(data)
         obs_dim, act_dim = self.replay.obs.shape[1], self.replay.act.shape[1]
         self.perturbation = BarePerturbation(obs_dim, act_dim, hidden, max_action, phi)
-        self.critics = [mlp(obs_dim + act_dim, hidden, 1) for _ in range(2)]
+        self.critics = [mlp(obs_dim + act_dim, *hidden, 1) for _ in range(2)]
         self.vae = BareVAE(obs_dim, act_dim, vae_hidden, 2 * act_dim, max_action)
         self.perturbation_optim = adam(list(self.perturbation.parameters()), lr)
         self.critic_params: list[torch.Tensor] = [p for c in self.critics for p in c.parameters()]

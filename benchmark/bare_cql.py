@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from benchmark.bare_policy_gradient import _Replay, adam, mlp
+from benchmark.common import Replay, adam, mlp
 
 _TANH_EPS = float(np.finfo(np.float32).eps)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -35,7 +35,7 @@ _LOG_STD_MIN, _LOG_STD_MAX = -20.0, 2.0
 class BareCQL:
     """CQL(H) with twin critics, a learned entropy coefficient and the Lagrange multiplier.
 
-    :param data: the offline data (see ``benchmark.bare_policy_gradient.random_transitions``).
+    :param data: the offline data (see ``benchmark.common.random_transitions``).
     :param num_repeat_actions: sampled actions per state from each proposal.
     """
 
@@ -56,10 +56,10 @@ class BareCQL:
         lagrange_threshold: float = 10.0,
         max_grad_norm: float = 1.0,
     ) -> None:
-        self.replay = _Replay(data)
+        self.replay = Replay(data)
         obs_dim, act_dim = self.replay.obs.shape[1], self.replay.act.shape[1]
-        self.actor = mlp(obs_dim, hidden, 2 * act_dim)
-        self.critics = [mlp(obs_dim + act_dim, hidden, 1) for _ in range(2)]
+        self.actor = mlp(obs_dim, hidden, hidden, 2 * act_dim)
+        self.critics = [mlp(obs_dim + act_dim, hidden, hidden, 1) for _ in range(2)]
         self.targets = [copy.deepcopy(c) for c in self.critics]
         self.critic_params: list[torch.Tensor] = [p for c in self.critics for p in c.parameters()]
         self.target_params: list[torch.Tensor] = [p for t in self.targets for p in t.parameters()]

@@ -2,9 +2,10 @@
 ``benchmark/update_rate_policy.py``.
 
 Nothing here is tianshou: plain tensors, ``nn.Sequential`` networks, torch's fused Adam and a
-numba loop for GAE, each class doing exactly the work one library update does on the same
-shapes, in the same order (so that, given the same weights, data and seeds, it computes the same
-losses and parameters; ``test/benchmark/test_bare_policy_gradient.py`` checks this):
+numba loop for GAE (the building blocks of ``benchmark/common.py``), each class doing exactly the
+work one library update does on the same shapes, in the same order (so that, given the same
+weights, data and seeds, it computes the same losses and parameters;
+``test/benchmark/test_bare_policy_gradient.py`` checks this):
 
 * :class:`BareDiscreteSAC`: soft TD targets as exact expectations over the actions, one step of
   both critics (one backward pass), an actor step, an entropy-coefficient step and Polyak
@@ -26,76 +27,23 @@ import copy
 import math
 from collections.abc import Callable
 
-import numba
 import numpy as np
 import torch
 from torch import nn
+
+from benchmark.common import Replay, adam, gae, mlp
 
 _TANH_EPS = float(np.finfo(np.float32).eps)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_STD_MIN, _LOG_STD_MAX = -20.0, 2.0
 
 
-def mlp(
-    in_dim: int, hidden: int, out_dim: int, activation: type[nn.Module] = nn.ReLU
-) -> nn.Sequential:
-    """Two hidden layers of width ``hidden`` and a linear output layer."""
-    return nn.Sequential(
-        nn.Linear(in_dim, hidden), activation(), nn.Linear(hidden, hidden), activation(),
-        nn.Linear(hidden, out_dim),
-    )  # fmt: skip
-
-
-def adam(params: list[torch.Tensor], lr: float) -> torch.optim.Adam:
-    return torch.optim.Adam(params, lr=lr, fused=True)
-
-
-def random_transitions(
-    size: int, obs_dim: int, act_dim: int, discrete: bool, seed: int = 0
-) -> dict[str, np.ndarray]:
-    """``size`` random transitions (episodes end about every 100 steps), as numpy columns.
-
-    :param act_dim: the action width, or the number of actions if ``discrete``.
-    """
-    rng = np.random.default_rng(seed)
-    if discrete:
-        act = rng.integers(0, act_dim, size)
-    else:
-        act = rng.uniform(-1, 1, (size, act_dim)).astype(np.float32)
-    terminated = rng.random(size) < 0.01
-    truncated = ~terminated & (rng.random(size) < 0.002)
-    return {
-        "obs": rng.standard_normal((size, obs_dim)).astype(np.float32),
-        "act": act,
-        "rew": rng.standard_normal(size).astype(np.float32),
-        "terminated": terminated,
-        "truncated": truncated,
-        "done": terminated | truncated,
-        "obs_next": rng.standard_normal((size, obs_dim)).astype(np.float32),
-    }
-
-
-class _Replay:
-    """Preallocated transition tensors and a uniform minibatch gather."""
-
-    def __init__(self, data: dict[str, np.ndarray]) -> None:
-        self.obs = torch.as_tensor(data["obs"])
-        self.act = torch.as_tensor(data["act"])
-        self.rew = torch.as_tensor(data["rew"])
-        self.terminated = torch.as_tensor(data["terminated"])
-        self.truncated = torch.as_tensor(data["truncated"])
-        self.obs_next = torch.as_tensor(data["obs_next"])
-
-    def sample(self, batch_size: int) -> tuple[torch.Tensor, ...]:
-        idx = torch.randint(0, len(self.obs), (batch_size,))
-        return self.obs[idx], self.act[idx], self.rew[idx], self.terminated[idx], self.obs_next[idx]
-
-
 # ---------------------------------------------------------------------------------- discrete SAC
 class BareDiscreteSAC:
     """Discrete SAC with twin critics and a learned entropy coefficient.
 
-    :param data: the replay data (see :func:`random_transitions`, ``discrete=True``).
+    :param data: the replay data (see :func:`benchmark.common.random_transitions`,
+        ``discrete=True``).
     :param target_entropy: the entropy the coefficient steers towards.
     """
 
@@ -112,10 +60,10 @@ class BareDiscreteSAC:
         alpha_lr: float = 3e-4,
         target_entropy: float = 0.5,
     ) -> None:
-        self.replay = _Replay(data)
+        self.replay = Replay(data)
         obs_dim = self.replay.obs.shape[1]
-        self.actor = mlp(obs_dim, hidden, num_actions)
-        self.critics = [mlp(obs_dim, hidden, num_actions) for _ in range(2)]
+        self.actor = mlp(obs_dim, hidden, hidden, num_actions)
+        self.critics = [mlp(obs_dim, hidden, hidden, num_actions) for _ in range(2)]
         self.targets = [copy.deepcopy(c) for c in self.critics]
         self.critic_params = [p for c in self.critics for p in c.parameters()]
         self.target_params = [p for t in self.targets for p in t.parameters()]
@@ -207,7 +155,7 @@ class EnsembleMLP(nn.Module):
 class BareREDQ:
     """REDQ with a squashed-Gaussian actor and a learned entropy coefficient.
 
-    :param data: the replay data (see :func:`random_transitions`).
+    :param data: the replay data (see :func:`benchmark.common.random_transitions`).
     :param actor_delay: critic steps (updates) per actor step.
     """
 
@@ -224,9 +172,9 @@ class BareREDQ:
         lr: float = 1e-3,
         alpha_lr: float = 3e-4,
     ) -> None:
-        self.replay = _Replay(data)
+        self.replay = Replay(data)
         obs_dim, act_dim = self.replay.obs.shape[1], self.replay.act.shape[1]
-        self.actor = mlp(obs_dim, hidden, 2 * act_dim)
+        self.actor = mlp(obs_dim, hidden, hidden, 2 * act_dim)
         self.critic = EnsembleMLP(ensemble_size, obs_dim + act_dim, hidden, 1)
         self.target = copy.deepcopy(self.critic)
         self.critic_params = list(self.critic.parameters())
@@ -298,19 +246,6 @@ class BareREDQ:
 
 
 # ------------------------------------------------------------------------------------- NPG, TRPO
-@numba.njit(cache=True, nogil=True)
-def _gae(
-    v_s: np.ndarray, v_next: np.ndarray, rew: np.ndarray, end: np.ndarray, gamma: float, lam: float
-) -> np.ndarray:
-    out = np.empty(rew.shape[0])
-    gae = 0.0
-    for i in range(rew.shape[0] - 1, -1, -1):
-        delta = rew[i] + gamma * v_next[i] - v_s[i]
-        gae = delta if end[i] else delta + gamma * lam * gae
-        out[i] = gae
-    return out
-
-
 def _gaussian_log_prob(mu: torch.Tensor, log_std: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
     return (-0.5 * ((act - mu) / log_std.exp()).square() - log_std).sum(-1) - mu.shape[
         -1
@@ -330,7 +265,8 @@ class BareNPG:
     """Natural policy gradient on one rollout per update, with a tanh MLP Gaussian actor (a
     state-independent log std) and a tanh MLP critic.
 
-    :param data: the rollout, in chronological order (see :func:`random_transitions`).
+    :param data: the rollout, in chronological order (see
+        :func:`benchmark.common.random_transitions`).
     :param step_size: the actor's step along the natural gradient.
     :param critic_iters: critic Adam steps per update.
     """
@@ -348,12 +284,12 @@ class BareNPG:
         gae_lambda: float = 0.95,
         step_size: float = 0.1,
     ) -> None:
-        self.rollout = _Replay(data)
+        self.rollout = Replay(data)
         obs_dim, act_dim = self.rollout.obs.shape[1], self.rollout.act.shape[1]
-        self.actor = mlp(obs_dim, hidden, act_dim, nn.Tanh)
+        self.actor = mlp(obs_dim, hidden, hidden, act_dim, activation=nn.Tanh)
         self.log_std = nn.Parameter(torch.zeros(act_dim))
         self.actor_params = [*self.actor.parameters(), self.log_std]
-        self.critic = mlp(obs_dim, hidden, 1, nn.Tanh)
+        self.critic = mlp(obs_dim, hidden, hidden, 1, activation=nn.Tanh)
         self.critic_optim = adam(list(self.critic.parameters()), lr)
         self.critic_iters, self.gamma, self.gae_lambda = critic_iters, gamma, gae_lambda
         self.step_size = step_size
@@ -429,7 +365,7 @@ class BareNPG:
         end = (terminated | truncated).numpy().copy()
         end[-1] = True
         v_s64 = v_s.numpy().astype(np.float64)
-        adv = _gae(v_s64, v_next.numpy().astype(np.float64), rew.numpy().astype(np.float64),
+        adv = gae(v_s64, v_next.numpy().astype(np.float64), rew.numpy().astype(np.float64),
                    end, self.gamma, self.gae_lambda)  # fmt: skip
         returns = torch.as_tensor(adv + v_s64, dtype=torch.float32)
         adv_t = torch.as_tensor(adv, dtype=torch.float32)

@@ -21,7 +21,6 @@ and batch size are parameters, so that it can also be measured at SAC's sizes.
 """
 
 import copy
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -29,6 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from benchmark.common import adam, mlp
 
 OBS_DIM = 4
 NUM_ACTIONS = 2
@@ -113,7 +114,7 @@ def nstep_targets(
     return reward_sum, discount, boot_row
 
 
-class Replay:
+class NStepReplay:
     """Preallocated tensors of the transitions with their n-step targets precomputed."""
 
     def __init__(self, data: Transitions, gamma: float, n_step: int) -> None:
@@ -126,21 +127,6 @@ class Replay:
 
     def __len__(self) -> int:
         return len(self.obs)
-
-
-def mlp(*sizes: int, last_activation: bool = False) -> nn.Sequential:
-    """Linear layers of the given widths with ReLUs between them (and after the last)."""
-    layers: list[nn.Module] = []
-    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
-        layers.append(nn.Linear(n_in, n_out))
-        if last_activation or i < len(sizes) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
-
-
-def adam(module: nn.Module) -> torch.optim.Adam:
-    """Torch's fused Adam over ``module``'s parameters (what ``AdamOptimizerFactory`` builds)."""
-    return torch.optim.Adam(module.parameters(), lr=LR, fused=True)
 
 
 def step(optim: torch.optim.Optimizer, loss: torch.Tensor) -> None:
@@ -175,8 +161,8 @@ class BareQLearner:
     ) -> None:
         self.net = net
         self.target = copy.deepcopy(net).eval().requires_grad_(False)
-        self.optim = adam(net)
-        self.replay = Replay(data, GAMMA, n_step)
+        self.optim = adam(list(net.parameters()), LR)
+        self.replay = NStepReplay(data, GAMMA, n_step)
         self.iterations = 0
         self.batch_size = batch_size
         self.batch_rows = torch.arange(batch_size)

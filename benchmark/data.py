@@ -10,15 +10,16 @@ Two rows named ``judged_*`` restate the figures a goal is judged by, each with i
 time, at least 2/3), and prioritized sample+update cycles as a multiple of the published library's
 (at least 3x; see :data:`PUBLISHED_PRIORITIZED_CYCLES_PER_S`).
 
-Run: ``python -m benchmark.data`` (``make bench``).
+Run: ``python -m benchmark.data`` (``make bench``); ``--parts`` picks some of the four parts.
 """
 
-from collections.abc import Callable
+import argparse
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from benchmark.timing import emit, seconds_per_call
+from benchmark.common import emit, seconds_per_call
 from tianshou.data import (
     Batch,
     PrioritizedVectorReplayBuffer,
@@ -275,11 +276,20 @@ def bench_prioritized() -> None:
     )
 
 
-def main() -> None:
-    bench_batch()
-    bench_vector_add()
-    bench_sample()
-    bench_prioritized()
+PARTS: dict[str, Callable[[], None]] = {
+    "batch": bench_batch,
+    "vector_add": bench_vector_add,
+    "sample": bench_sample,
+    "prioritized": bench_prioritized,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
+    args = parser.parse_args(argv)
+    for part in args.parts:
+        PARTS[part]()
 
 
 if __name__ == "__main__":

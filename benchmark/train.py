@@ -8,7 +8,7 @@ Prints one JSON line per case:
 (c) ``ppo_hopper``: ``examples/mujoco/mujoco_ppo.py``'s PPO on Hopper-v5 for 100k env steps with
     8 envs: wall seconds and the final test return (median of 3 seeds);
 (d) ``sac_update``: SAC gradient steps per second on Hopper-v5 shapes (batch 256, 256x256
-    networks, auto alpha) next to ``benchmark/sac_bare.py``'s bare PyTorch update, the limit;
+    networks, auto alpha) next to ``benchmark/bare_sac.py``'s bare PyTorch update, the limit;
 (e) ``c51_cartpole``: C51 until the mean test return reaches 195 on CartPole-v1;
 (f) ``redq_pendulum``: REDQ until it reaches -250 on Pendulum-v1;
     both with the settings of their learning tests (``test/algorithm/modelfree/test_c51.py``,
@@ -29,8 +29,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmark.sac_bare import BareSAC
-from benchmark.timing import emit, seconds_per_call
+from benchmark.bare_sac import BareSAC
+from benchmark.common import Case, emit, in_training_step, measure
 from tianshou.algorithm import C51, PPO, REDQ, SAC, RandomActionPolicy
 from tianshou.algorithm.modelfree.c51 import C51Policy
 from tianshou.algorithm.modelfree.redq import REDQPolicy
@@ -44,7 +44,6 @@ from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
-from tianshou.utils.torch_utils import policy_within_training_step
 
 from examples.mujoco.mujoco_env import make_mujoco_env
 from examples.mujoco.mujoco_ppo import build_ppo
@@ -318,23 +317,19 @@ def ppo_hopper(
     return wall, result.train_step, float(np.mean(final.returns))
 
 
-def sac_updates_per_second() -> dict[str, float]:
-    """Gradient steps per second of the library's SAC and of the bare loop, measured alternately."""
+def sac_update_case() -> Case:
+    """The library's SAC as ``examples/mujoco/mujoco_sac.py`` builds it, updating on 20,000
+    random Hopper-v5 transitions, next to the bare update of :class:`BareSAC`."""
     args = sac_args(["--num-test-envs", "1"])
     env = gym.make(args.task)
     algorithm = build_sac(args, env)
     buffer = fill_random(env, 20_000)
-    bare = BareSAC(20_000)
-
-    def library_update() -> None:
-        with policy_within_training_step(algorithm.policy):
-            algorithm.update(buffer, args.batch_size)
-
-    library = bare_limit = float("inf")
-    for _ in range(3):  # alternate, so drifting machine load hits both alike
-        library = min(library, seconds_per_call(library_update, min_time=1.0, repeat=2))
-        bare_limit = min(bare_limit, seconds_per_call(bare.update, min_time=1.0, repeat=2))
-    return {"updates_per_s": 1 / library, "bare_updates_per_s": 1 / bare_limit}
+    return Case(
+        "sac",
+        f"Hopper-v5 obs 11, act 3, 256x256, batch {args.batch_size}, learned alpha",
+        in_training_step(algorithm, lambda: algorithm.update(buffer, args.batch_size)),
+        BareSAC(20_000).update,
+    )
 
 
 def fill_random(env: gym.Env, steps: int) -> ReplayBuffer:
@@ -354,8 +349,18 @@ def over_seeds(
     seeds: Sequence[int],
     **extra: float | str,
 ) -> None:
+    """Run ``run`` once per seed and emit the medians and the per-seed figures.
+
+    :param extra: more fields of the record; ``target_median_wall_s`` (a ceiling) and
+        ``target_median_return`` (a floor) also decide its ``ok`` flag.
+    """
     runs = [run(seed) for seed in seeds]
     walls, steps, returns = (np.array(column, dtype=float) for column in zip(*runs, strict=True))
+    met = []  # one flag per target given in ``extra``
+    if "target_median_wall_s" in extra:
+        met.append(float(np.median(walls)) <= float(extra["target_median_wall_s"]))
+    if "target_median_return" in extra:
+        met.append(float(np.median(returns)) >= float(extra["target_median_return"]))
     emit(
         {
             "bench": name,
@@ -367,6 +372,7 @@ def over_seeds(
             "env_steps": steps.astype(int).tolist(),
             "returns": returns.round(1).tolist(),
             **extra,
+            "ok": all(met) if met else None,
         }
     )
 
@@ -392,9 +398,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args=" ".join(PPO_HOPPER_100K_ARGS),
         )
     if "d" in args.cases:
-        speed = sac_updates_per_second()
-        ratio = speed["updates_per_s"] / speed["bare_updates_per_s"]
-        emit({"bench": "sac_update_hopper_shapes", **speed, "ratio": ratio, "target_ratio": 0.9})
+        emit(measure(sac_update_case(), rounds=3, min_time=1.0, clock="wall"))
     if "e" in args.cases:
         over_seeds("c51_cartpole_to_195", c51_cartpole, args.seeds)
     if "f" in args.cases:

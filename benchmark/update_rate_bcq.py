@@ -2,7 +2,7 @@
 
 The library's BCQ and the bare learner are built on the same shapes and data, the bare learner
 gets the library's initial weights, and both are measured alternately (best of several windows,
-one torch thread; the measurement is ``benchmark.update_rate_policy.measure``). One JSON line
+one torch thread; the measurement is ``benchmark.common.measure``). One JSON line
 per case: library and bare updates per second and their ratio (target: at least 0.9). The
 default clock is this process's CPU time, which stays meaningful when other processes crowd
 the cores (``--clock wall`` for wall-clock seconds).
@@ -26,9 +26,7 @@ import numpy as np
 import torch
 
 from benchmark.bare_bcq import BareBCQ
-from benchmark.bare_policy_gradient import random_transitions
-from benchmark.timing import emit
-from benchmark.update_rate_policy import CLOCKS, Case, _in_training_step, measure
+from benchmark.common import CLOCKS, Case, emit, in_training_step, measure, random_transitions
 from tianshou.algorithm.imitation.bcq import BCQ, BCQPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import ReplayBuffer
@@ -120,7 +118,7 @@ def bcq_case(
         "bcq" if main else "bcq_small",
         f"obs {obs_dim}, act {act_dim}, {sizes}, VAE {'x'.join(map(str, vae_hidden))}, "
         f"10 sampled actions, batch {batch_size}",
-        _in_training_step(library, lambda: library.update(buffer, batch_size)),
+        in_training_step(library, lambda: library.update(buffer, batch_size)),
         bare.update,
         0.9 if main else None,
     )

@@ -19,18 +19,17 @@ import numpy as np
 import torch
 
 from benchmark.bare_cql import BareCQL
-from benchmark.bare_policy_gradient import random_transitions
-from benchmark.timing import emit
-from benchmark.update_rate_policy import (
+from benchmark.common import (
     CLOCKS,
     HOPPER_ACT,
     HOPPER_OBS,
-    REPLAY_SIZE,
     Case,
-    _copy,
-    _in_training_step,
     box,
+    copy_into,
+    emit,
+    in_training_step,
     measure,
+    random_transitions,
 )
 from tianshou.algorithm.imitation.cql import CQL
 from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
@@ -40,6 +39,7 @@ from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 
+REPLAY_SIZE = 20_000
 ACTOR_LR, CRITIC_LR, ALPHA_LR, CQL_ALPHA_LR = 1e-4, 3e-4, 1e-4, 1e-4
 
 
@@ -81,14 +81,14 @@ def load_cql(bare: BareCQL, library: CQL) -> None:
     actor: Any = library.policy.actor
     head_w = torch.cat([actor.mu.model[0].weight, actor.sigma.model[0].weight])
     head_b = torch.cat([actor.mu.model[0].bias, actor.sigma.model[0].bias])
-    _copy(list(bare.actor.parameters()), [*actor.preprocess.parameters(), head_w, head_b])
+    copy_into(list(bare.actor.parameters()), [*actor.preprocess.parameters(), head_w, head_b])
     for bare_net, library_net in zip(
         [*bare.critics, *bare.targets],
         [library.critic, library.critic2, library.critic_old, library.critic2_old],
         strict=True,
     ):
-        _copy(list(bare_net.parameters()), list(library_net.parameters()))
-    _copy(
+        copy_into(list(bare_net.parameters()), list(library_net.parameters()))
+    copy_into(
         [bare.log_alpha, bare.log_alpha_prime],
         [library.alpha._log_alpha, library.cql_log_alpha.log_alpha],  # type: ignore[attr-defined]
     )
@@ -104,7 +104,7 @@ def cql_case(hidden: int = 256, batch_size: int = 256, num_repeat_actions: int =
         "cql",
         f"obs {HOPPER_OBS}, act {HOPPER_ACT}, {hidden}x{hidden}, batch {batch_size}, "
         f"{num_repeat_actions} repeated actions, Lagrangian, learned alpha",
-        _in_training_step(library, lambda: library.update(buffer, batch_size)),
+        in_training_step(library, lambda: library.update(buffer, batch_size)),
         bare.update,
     )
 

@@ -26,25 +26,27 @@ SAC.
 
 import argparse
 import functools
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from benchmark.bare_policy_gradient import (
-    BareDiscreteSAC,
-    BareNPG,
-    BareREDQ,
-    BareTRPO,
+from benchmark.bare_policy_gradient import BareDiscreteSAC, BareNPG, BareREDQ, BareTRPO
+from benchmark.common import (
+    CLOCKS,
+    HOPPER_ACT,
+    HOPPER_OBS,
+    Case,
+    box,
+    copy_into,
+    emit,
+    in_training_step,
+    measure,
     random_transitions,
 )
-from benchmark.timing import emit, seconds_per_call
 from tianshou.algorithm import NPG, REDQ, TRPO, DiscreteSAC
-from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.algorithm.modelfree.discrete_sac import DiscreteSACPolicy
 from tianshou.algorithm.modelfree.redq import REDQPolicy
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
@@ -55,16 +57,10 @@ from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
-from tianshou.utils.torch_utils import policy_within_training_step
 
-HOPPER_OBS, HOPPER_ACT = 11, 3
 REPLAY_SIZE = 20_000
 ROLLOUT_SIZE = 2048
 DSAC_TARGET_ENTROPY = 0.5
-
-
-def box(act_dim: int) -> gym.spaces.Box:
-    return gym.spaces.Box(-1.0, 1.0, shape=(act_dim,))
 
 
 # -------------------------------------------------------------------------- library algorithms
@@ -159,24 +155,16 @@ def build_natural_gradient(
 
 
 # --------------------------------------------------------------- library weights into the bare
-def _copy(targets: Sequence[torch.Tensor], sources: Sequence[torch.Tensor]) -> None:
-    if len(targets) != len(sources):
-        raise ValueError(f"{len(targets)} bare tensors for {len(sources)} library tensors")
-    with torch.no_grad():
-        for target, source in zip(targets, sources, strict=True):
-            target.copy_(source.reshape(target.shape))
-
-
 def load_discrete_sac(bare: BareDiscreteSAC, library: DiscreteSAC) -> None:
     """Give ``bare`` the library's actor, critics, target critics and alpha."""
-    _copy(list(bare.actor.parameters()), list(library.policy.actor.parameters()))
+    copy_into(list(bare.actor.parameters()), list(library.policy.actor.parameters()))
     for bare_net, library_net in zip(
         [*bare.critics, *bare.targets],
         [library.critic, library.critic2, library.critic_old, library.critic2_old],
         strict=True,
     ):
-        _copy(list(bare_net.parameters()), list(library_net.parameters()))
-    _copy([bare.log_alpha], [library.alpha._log_alpha])  # type: ignore[union-attr]
+        copy_into(list(bare_net.parameters()), list(library_net.parameters()))
+    copy_into([bare.log_alpha], [library.alpha._log_alpha])  # type: ignore[union-attr]
 
 
 def load_redq(bare: BareREDQ, library: REDQ) -> None:
@@ -186,44 +174,25 @@ def load_redq(bare: BareREDQ, library: REDQ) -> None:
     body = list(actor.preprocess.parameters())
     head_w = torch.cat([actor.mu.model[0].weight, actor.sigma.model[0].weight])
     head_b = torch.cat([actor.mu.model[0].bias, actor.sigma.model[0].bias])
-    _copy(list(bare.actor.parameters()), [*body, head_w, head_b])
+    copy_into(list(bare.actor.parameters()), [*body, head_w, head_b])
     for bare_net, library_net in [(bare.critic, library.critic), (bare.target, library.critic_old)]:
         layers = [m for m in library_net.modules() if isinstance(m, EnsembleLinear)]
-        _copy(list(bare_net.weights), [m.weight for m in layers])
-        _copy(list(bare_net.biases), [m.bias for m in layers])  # type: ignore[misc]
-    _copy([bare.log_alpha], [library.alpha._log_alpha])  # type: ignore[union-attr]
+        copy_into(list(bare_net.weights), [m.weight for m in layers])
+        copy_into(list(bare_net.biases), [m.bias for m in layers])  # type: ignore[misc]
+    copy_into([bare.log_alpha], [library.alpha._log_alpha])  # type: ignore[union-attr]
 
 
 def load_natural_gradient(bare: BareNPG, library: NPG) -> None:
     """Give ``bare`` the library's actor (with its log std) and critic."""
     actor = library.policy.actor
-    _copy(
+    copy_into(
         [*bare.actor.parameters(), bare.log_std],
         [*actor.preprocess.parameters(), *actor.mu.parameters(), actor.sigma_param],
     )
-    _copy(list(bare.critic.parameters()), list(library.critic.parameters()))
+    copy_into(list(bare.critic.parameters()), list(library.critic.parameters()))
 
 
 # -------------------------------------------------------------------------------------- cases
-@dataclass
-class Case:
-    """A library update and the bare update of the same work, ready to be timed."""
-
-    name: str
-    shapes: str
-    library_update: Callable[[], object]
-    bare_update: Callable[[], None]
-    target_ratio: float | None = 0.9
-
-
-def _in_training_step(algorithm: Algorithm, update: Callable[[], object]) -> Callable[[], object]:
-    def run() -> object:
-        with policy_within_training_step(algorithm.policy):
-            return update()
-
-    return run
-
-
 def discrete_sac_case(hidden: int = 256, batch_size: int = 256) -> Case:
     """Discrete SAC on CartPole's shapes; the default networks and batch are SAC's benchmark
     sizes, which carry the target ratio. Smaller ones (the learning test's 64x64, batch 64)
@@ -241,7 +210,7 @@ def discrete_sac_case(hidden: int = 256, batch_size: int = 256) -> Case:
     return Case(
         "discrete_sac" if main else "discrete_sac_small",
         f"obs {obs_dim}, {num_actions} actions, {hidden}x{hidden}, batch {batch_size}",
-        _in_training_step(library, lambda: library.update(buffer, batch_size)),
+        in_training_step(library, lambda: library.update(buffer, batch_size)),
         bare.update,
         0.9 if main else None,
     )
@@ -258,7 +227,7 @@ def redq_case() -> Case:
         "redq",
         f"obs {HOPPER_OBS}, act {HOPPER_ACT}, {hidden}x{hidden}, ensemble {ensemble}, subset "
         f"{subset}, actor delay {delay}, batch {batch_size}",
-        _in_training_step(library, lambda: library.update(buffer, batch_size)),
+        in_training_step(library, lambda: library.update(buffer, batch_size)),
         bare.update,
     )
 
@@ -281,7 +250,7 @@ def natural_gradient_case(name: str) -> Case:
         name,
         f"obs {HOPPER_OBS}, act {HOPPER_ACT}, {hidden}x{hidden} tanh, rollout {ROLLOUT_SIZE} as "
         f"one minibatch, {critic_iters} critic steps, 10 CG steps",
-        _in_training_step(library, lambda: library.update(buffer, None, 1)),
+        in_training_step(library, lambda: library.update(buffer, None, 1)),
         bare.update,
     )
 
@@ -293,35 +262,6 @@ CASES: dict[str, Callable[[], Case]] = {
     "npg": functools.partial(natural_gradient_case, "npg"),
     "trpo": functools.partial(natural_gradient_case, "trpo"),
 }
-
-
-CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
-
-
-def measure(
-    case: Case, rounds: int, min_time: float, clock: str = "cpu"
-) -> dict[str, float | str | None]:
-    """Best seconds per update of both sides over ``rounds`` alternating measurements.
-
-    :param min_time: seconds (of ``clock``) per timed repeat.
-    :param clock: ``"cpu"`` (this process's CPU time) or ``"wall"``.
-    """
-    timer = CLOCKS[clock]
-    library = bare = float("inf")
-    for _ in range(rounds):  # alternate, so drifting machine load hits both alike
-        library = min(
-            library, seconds_per_call(case.library_update, min_time, repeat=2, clock=timer)
-        )
-        bare = min(bare, seconds_per_call(case.bare_update, min_time, repeat=2, clock=timer))
-    return {
-        "bench": f"{case.name}_update",
-        "shapes": case.shapes,
-        "updates_per_s": 1 / library,
-        "bare_updates_per_s": 1 / bare,
-        "ratio": bare / library,
-        "target_ratio": case.target_ratio,
-        "clock": clock,
-    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

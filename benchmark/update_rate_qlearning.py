@@ -23,7 +23,6 @@ not (``--clock wall`` measures wall-clock time, as ``benchmark/train.py`` does f
 
 import argparse
 import functools
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +32,7 @@ import numpy as np
 import torch
 
 from benchmark import bare_qlearning as bare
-from benchmark.timing import emit, seconds_per_call
+from benchmark.common import CLOCKS, Case, emit, in_training_step, measure
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm
 from tianshou.algorithm.modelfree.bdqn import BDQN, BDQNPolicy
 from tianshou.algorithm.modelfree.c51 import C51, C51Policy
@@ -52,7 +51,6 @@ from tianshou.utils.net.discrete import (
     ImplicitQuantileNetwork,
     NoisyLinear,
 )
-from tianshou.utils.torch_utils import policy_within_training_step
 
 NUM_STREAMS = 8
 STREAM_LENGTH = 2500
@@ -178,7 +176,7 @@ SAC_BATCH = 256
 
 
 @dataclass(frozen=True)
-class Case:
+class Setup:
     """One algorithm of the comparison: how to build both sides and what data they learn from."""
 
     build_library: Callable[[], OffPolicyAlgorithm]
@@ -192,25 +190,25 @@ class Case:
 
 
 CASES = {
-    "c51": Case(library_c51, bare.BareC51, f"{CARTPOLE}, 51 atoms"),
-    "rainbow": Case(
+    "c51": Setup(library_c51, bare.BareC51, f"{CARTPOLE}, 51 atoms"),
+    "rainbow": Setup(
         library_rainbow,
         bare.BareRainbow,
         f"{CARTPOLE}, 51 atoms, noisy dueling heads, prioritized replay",
         prioritized=True,
     ),
-    "qrdqn": Case(library_qrdqn, bare.BareQRDQN, f"{CARTPOLE}, 50 quantiles"),
-    "iqn": Case(
+    "qrdqn": Setup(library_qrdqn, bare.BareQRDQN, f"{CARTPOLE}, 50 quantiles"),
+    "iqn": Setup(
         library_iqn, bare.BareIQN, f"{CARTPOLE} (body + head), 8 sampled fractions, 64 cosines"
     ),
-    "fqf": Case(library_fqf, bare.BareFQF, f"{CARTPOLE} (body + head), 32 proposed fractions"),
-    "bdqn": Case(
+    "fqf": Setup(library_fqf, bare.BareFQF, f"{CARTPOLE} (body + head), 32 proposed fractions"),
+    "bdqn": Setup(
         library_bdqn,
         bare.BareBDQN,
         f"{HOPPER_BRANCHES}, batch 64, 1-step, hidden 128x128",
         **BDQN_DATA,
     ),
-    "bdqn_256": Case(
+    "bdqn_256": Setup(
         functools.partial(library_bdqn, SAC_HIDDEN),
         functools.partial(bare.BareBDQN, hidden=SAC_HIDDEN, batch_size=SAC_BATCH),
         f"{HOPPER_BRANCHES}, batch {SAC_BATCH}, 1-step, hidden {SAC_HIDDEN}x{SAC_HIDDEN}",
@@ -220,7 +218,7 @@ CASES = {
 }
 
 
-def transitions(case: Case, stream_length: int = STREAM_LENGTH) -> bare.Transitions:
+def transitions(case: Setup, stream_length: int = STREAM_LENGTH) -> bare.Transitions:
     """The synthetic transitions both sides of ``case`` learn from (8 streams)."""
     return bare.synthetic_transitions(
         NUM_STREAMS, stream_length, case.obs_dim, case.act_shape, case.num_values
@@ -252,43 +250,29 @@ def library_buffer(data: bare.Transitions, prioritized: bool) -> ReplayBuffer:
     return buffer
 
 
-CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
-
-
 def updates_per_second(
     name: str, rounds: int, min_time: float, clock: str = "cpu"
-) -> dict[str, float | str]:
-    """Update rates of the library and the bare loop for ``name``, measured alternately.
+) -> dict[str, float | str | None]:
+    """Update rates of the library and the bare loop for ``name``, measured alternately
+    (:func:`benchmark.common.measure`, three windows per side and round).
 
     :param name: a key of :data:`CASES`.
     :param rounds: alternating measurement rounds; the best of each side counts.
-    :param min_time: seconds (of ``clock``) per timed repeat.
-    :param clock: ``"cpu"`` (this process's CPU time) or ``"wall"``.
+    :param min_time: seconds (of ``clock``) per timed window.
+    :param clock: a key of :data:`benchmark.common.CLOCKS`.
     """
-    case = CASES[name]
-    data = transitions(case)
-    algorithm = case.build_library()
-    buffer = library_buffer(data, case.prioritized)
-    bare_learner = case.build_bare(data)
-
-    def library_update() -> None:
-        with policy_within_training_step(algorithm.policy):
-            algorithm.update(buffer, case.batch_size)
-
-    timer = CLOCKS[clock]
-    library = bare_limit = float("inf")
-    for _ in range(rounds):  # alternate, so drifting machine load hits both alike
-        library = min(library, seconds_per_call(library_update, min_time, 3, timer))
-        bare_limit = min(bare_limit, seconds_per_call(bare_learner.update, min_time, 3, timer))
-    return {
-        "bench": f"{name}_update_rate",
-        "updates_per_s": 1 / library,
-        "bare_updates_per_s": 1 / bare_limit,
-        "ratio": bare_limit / library,
-        "target_ratio": 0.9,
-        "clock": clock,
-        "shapes": case.shapes,
-    }
+    setup = CASES[name]
+    data = transitions(setup)
+    algorithm = setup.build_library()
+    buffer = library_buffer(data, setup.prioritized)
+    bare_learner = setup.build_bare(data)
+    case = Case(
+        name,
+        setup.shapes,
+        in_training_step(algorithm, lambda: algorithm.update(buffer, setup.batch_size)),
+        bare_learner.update,
+    )
+    return measure(case, rounds, min_time, clock, repeat=3)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

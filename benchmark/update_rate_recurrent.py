@@ -29,11 +29,7 @@ The clock is this process's CPU time (``--clock wall`` for wall-clock seconds), 
 """
 
 import argparse
-import importlib.util
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import gymnasium as gym
@@ -41,7 +37,7 @@ import numpy as np
 import torch
 from torch.distributions import Categorical
 
-from benchmark.timing import emit, seconds_per_call
+from benchmark.common import CLOCKS, emit, seconds_per_call
 from tianshou.algorithm import DQN, PPO, SAC
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
@@ -65,21 +61,11 @@ from tianshou.utils.net.recurrent import (
 )
 from tianshou.utils.torch_utils import policy_within_training_step
 
+from examples.pomdp import pomdp_envs
+
 HIDDEN = 64
 NUM_ENVS = 8
 ROLLOUT = 2048
-
-
-def _pomdp_envs() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "examples" / "pomdp" / "pomdp_envs.py"
-    spec = importlib.util.spec_from_file_location("pomdp_envs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-POMDP = _pomdp_envs()
 
 
 def _mlp(obs_dim: int, **kwargs: Any) -> Net:
@@ -160,9 +146,9 @@ def build_sac(recurrent: bool) -> Algorithm:
 
 CASES: dict[str, tuple[Callable[[bool], Algorithm], Callable[[], gym.Env], int, int]] = {
     # name: (builder, task, recurrent batch size, feed-forward batch size)
-    "ppo": (build_ppo, POMDP.cartpole_without_velocities, 256, 256),
-    "dqn": (build_dqn, POMDP.cartpole_without_velocities, 32, 32 * 16),
-    "sac": (build_sac, POMDP.pendulum_without_velocity, 32, 32 * 8),
+    "ppo": (build_ppo, pomdp_envs.cartpole_without_velocities, 256, 256),
+    "dqn": (build_dqn, pomdp_envs.cartpole_without_velocities, 32, 32 * 16),
+    "sac": (build_sac, pomdp_envs.pendulum_without_velocity, 32, 32 * 8),
 }
 
 
@@ -220,24 +206,30 @@ def run_case(name: str, clock: Callable[[], float], rounds: int) -> None:
             "collect_steps_per_s": collect_steps_per_second(algorithm, collector, clock, rounds),
         }
     rec, ff = timings["recurrent"], timings["feedforward"]
+    update_ratio = rec["update_s"] / ff["update_s"]
+    collect_ratio = rec["collect_steps_per_s"] / ff["collect_steps_per_s"]
     emit(
         {
+            "bench": f"recurrent_{name}_update",
             "algorithm": name,
             "measure": "update",
             "recurrent_s": rec["update_s"],
             "feedforward_s": ff["update_s"],
-            "ratio": rec["update_s"] / ff["update_s"],
+            "ratio": update_ratio,
             "target_max": 1.5,
+            "ok": update_ratio <= 1.5,
         }
     )
     emit(
         {
+            "bench": f"recurrent_{name}_collect",
             "algorithm": name,
             "measure": "collect",
             "recurrent_steps_per_s": rec["collect_steps_per_s"],
             "feedforward_steps_per_s": ff["collect_steps_per_s"],
-            "ratio": rec["collect_steps_per_s"] / ff["collect_steps_per_s"],
+            "ratio": collect_ratio,
             "target_min": 0.8,
+            "ok": collect_ratio >= 0.8,
         }
     )
 
@@ -246,9 +238,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--algorithms", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--clock", default="cpu", choices=["cpu", "wall"])
+    parser.add_argument("--clock", default="cpu", choices=list(CLOCKS))
     args = parser.parse_args(argv)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    clock = CLOCKS[args.clock]
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

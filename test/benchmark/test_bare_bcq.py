@@ -7,9 +7,8 @@ import pytest
 import torch
 
 from benchmark.bare_bcq import BareBCQ
-from benchmark.bare_policy_gradient import random_transitions
+from benchmark.common import measure, random_transitions
 from benchmark.update_rate_bcq import CASES, build_bcq, load_bcq
-from benchmark.update_rate_policy import measure
 from tianshou.data import ReplayBuffer
 from tianshou.utils.torch_utils import policy_within_training_step
 

@@ -9,9 +9,8 @@ import pytest
 import torch
 
 from benchmark.bare_cql import BareCQL
-from benchmark.bare_policy_gradient import random_transitions
+from benchmark.common import measure, random_transitions
 from benchmark.update_rate_cql import build_cql, cql_case, load_cql
-from benchmark.update_rate_policy import measure
 from tianshou.data import ReplayBuffer
 from tianshou.utils.torch_utils import policy_within_training_step
 

@@ -7,13 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from benchmark.bare_policy_gradient import (
-    BareDiscreteSAC,
-    BareNPG,
-    BareREDQ,
-    BareTRPO,
-    random_transitions,
-)
+from benchmark.bare_policy_gradient import BareDiscreteSAC, BareNPG, BareREDQ, BareTRPO
+from benchmark.common import measure, random_transitions
 from benchmark.update_rate_policy import (
     CASES,
     DSAC_TARGET_ENTROPY,
@@ -23,7 +18,6 @@ from benchmark.update_rate_policy import (
     load_discrete_sac,
     load_natural_gradient,
     load_redq,
-    measure,
 )
 from tianshou.algorithm import NPG, TRPO
 from tianshou.algorithm.algorithm_base import Algorithm

@@ -112,5 +112,5 @@ def test_nstep_targets_stop_at_episode_and_stream_ends() -> None:
 def test_update_rates_are_reported(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     rate.main(["--algorithms", name, "--rounds", "1", "--min-time", "0.01"])
     line = capsys.readouterr().out.strip()
-    assert f'"bench": "{name}_update_rate"' in line
+    assert f'"bench": "{name}_update"' in line
     assert '"ratio": ' in line

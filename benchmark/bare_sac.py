@@ -10,7 +10,8 @@ import copy
 import math
 
 import torch
-from torch import nn
+
+from benchmark.common import adam, mlp
 
 OBS_DIM = 11
 ACT_DIM = 3
@@ -21,26 +22,17 @@ TAU = 0.005
 LR = 1e-3
 
 
-def mlp(in_dim: int, out_dim: int) -> nn.Sequential:
-    return nn.Sequential(
-        nn.Linear(in_dim, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
-        nn.Linear(HIDDEN, out_dim),
-    )  # fmt: skip
-
-
 class BareSAC:
     """One SAC learner with its own replay tensors; :meth:`update` is one gradient step."""
 
     def __init__(self, buffer_size: int = 100_000) -> None:
-        self.actor = mlp(OBS_DIM, 2 * ACT_DIM)
-        self.critics = [mlp(OBS_DIM + ACT_DIM, 1) for _ in range(2)]
+        self.actor = mlp(OBS_DIM, HIDDEN, HIDDEN, 2 * ACT_DIM)
+        self.critics = [mlp(OBS_DIM + ACT_DIM, HIDDEN, HIDDEN, 1) for _ in range(2)]
         self.targets = [copy.deepcopy(c).eval() for c in self.critics]
         self.log_alpha = torch.zeros(1, requires_grad=True)
-        self.actor_optim = torch.optim.Adam(self.actor.parameters(), lr=LR, fused=True)
-        self.critic_optims = [
-            torch.optim.Adam(c.parameters(), lr=LR, fused=True) for c in self.critics
-        ]
-        self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=3e-4, fused=True)
+        self.actor_optim = adam(list(self.actor.parameters()), LR)
+        self.critic_optims = [adam(list(c.parameters()), LR) for c in self.critics]
+        self.alpha_optim = adam([self.log_alpha], 3e-4)
         self.target_entropy = -float(ACT_DIM)
         self.obs = torch.randn(buffer_size, OBS_DIM)
         self.act = torch.rand(buffer_size, ACT_DIM) * 2 - 1

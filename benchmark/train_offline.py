@@ -8,7 +8,7 @@ updates (batch 256) and tested on 10 episodes after every epoch. One JSON line p
 seed: the final and best test return, the mean return of the expert's episodes in the buffer and
 the wall-clock seconds of the run (updates and test episodes).
 
-    python -m benchmark.offline_pendulum [--algorithms bcq cql td3bc] [--seeds 0 1 2]
+    python -m benchmark.train_offline [--algorithms bcq cql td3bc] [--seeds 0 1 2]
 """
 
 import argparse
@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmark.timing import emit
+from benchmark.common import emit
 from test.algorithm.imitation.test_bcq import pendulum_bcq
 from test.algorithm.imitation.test_cql import pendulum_cql
 from test.algorithm.imitation.test_td3_bc import pendulum_td3bc
@@ -73,7 +73,7 @@ def run(name: str, seed: int, buffer: ReplayBuffer) -> dict[str, float | str | i
         n_episode=TEST_EPISODES, reset_before_collect=True
     )
     return {
-        "benchmark": "offline_pendulum",
+        "bench": "train_offline_pendulum",
         "algorithm": name,
         "seed": seed,
         "updates": EPOCHS * UPDATES_PER_EPOCH,
