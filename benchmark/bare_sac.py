@@ -7,11 +7,10 @@ step and Polyak averaging of the target critics).
 """
 
 import copy
-import math
 
 import torch
 
-from benchmark.common import adam, mlp
+from benchmark.common import adam, mlp, squashed_gaussian_sample
 
 OBS_DIM = 11
 ACT_DIM = 3
@@ -42,15 +41,7 @@ class BareSAC:
 
     def sample_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A tanh-squashed Gaussian action and its log-probability (with the tanh correction)."""
-        mu, log_std = self.actor(obs).chunk(2, dim=-1)
-        std = log_std.clamp(-20, 2).exp()
-        pre_tanh = mu + std * torch.randn_like(mu)
-        log_prob = (
-            -0.5 * ((pre_tanh - mu) / std) ** 2 - std.log() - 0.5 * math.log(2 * math.pi)
-        ).sum(-1)
-        act = torch.tanh(pre_tanh)
-        log_prob = log_prob - torch.log(1 - act.pow(2) + 1e-6).sum(-1)
-        return act, log_prob
+        return squashed_gaussian_sample(self.actor(obs))
 
     def update(self) -> None:
         idx = torch.randint(0, len(self.obs), (BATCH,))

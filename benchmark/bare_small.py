@@ -9,13 +9,12 @@ benchmark, so that both do the same work.
 """
 
 import copy
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from benchmark.common import adam, mlp
+from benchmark.common import adam, mlp, squashed_gaussian_sample
 
 DQN_GAMMA, DQN_N_STEP, DQN_TARGET_FREQ, DQN_EPS = 0.9, 3, 320, 0.1
 GAMMA, TAU, LR, EXPLORATION_STD = 0.99, 0.005, 1e-3, 0.1
@@ -145,14 +144,7 @@ class BareContinuous(BareLearner):
 
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """SAC's tanh-squashed Gaussian action in [-1, 1] and its log-probability."""
-        mu, log_std = self.actor(obs).chunk(2, dim=-1)
-        std = log_std.clamp(-20, 2).exp()
-        pre_tanh = mu + std * torch.randn_like(mu)
-        log_prob = (
-            -0.5 * ((pre_tanh - mu) / std) ** 2 - std.log() - 0.5 * math.log(2 * math.pi)
-        ).sum(-1)
-        act = torch.tanh(pre_tanh)
-        return act, log_prob - torch.log(1 - act.pow(2) + 1e-6).sum(-1)
+        return squashed_gaussian_sample(self.actor(obs))
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():

@@ -16,6 +16,7 @@ See ``benchmark/README.md`` for the conventions these implement.
 
 import itertools
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -173,6 +174,19 @@ def mlp(
         if last_activation or i < len(sizes) - 2:
             layers.append(activation())
     return nn.Sequential(*layers)
+
+
+def squashed_gaussian_sample(actor_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """SAC's tanh-squashed Gaussian action in ``[-1, 1]`` and its log-probability (with the tanh
+    correction), from an actor output whose last dimension holds the mean and the log-std."""
+    mu, log_std = actor_out.chunk(2, dim=-1)
+    std = log_std.clamp(-20, 2).exp()
+    pre_tanh = mu + std * torch.randn_like(mu)
+    log_prob = (-0.5 * ((pre_tanh - mu) / std) ** 2 - std.log() - 0.5 * math.log(2 * math.pi)).sum(
+        -1
+    )
+    act = torch.tanh(pre_tanh)
+    return act, log_prob - torch.log(1 - act.pow(2) + 1e-6).sum(-1)
 
 
 def adam(params: Iterable[torch.Tensor], lr: float) -> torch.optim.Adam:
