@@ -7,6 +7,7 @@ truncated data, and must refuse files whose class, counters or arrays do not fit
 import contextlib
 import pathlib
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -197,9 +198,15 @@ def test_none_and_strings_in_storage(tmp_path: Path) -> None:
     assert_same(ReplayBuffer.load_hdf5(path), buf)  # an all-None field is not a pickle
     buf.add(Batch(obs=3, act=3, rew=1.0, terminated=True, truncated=False, info={"note": "x"}))
     path = save(buf, tmp_path, "strings.hdf5")
+    restored = ReplayBuffer.load_hdf5(path)  # strings among None are JSON texts, not a pickle
+    assert restored[3].info.note == "x" and restored[0].info.note is None
+    assert_same(restored, buf)
+    note = {"note": Fraction(1, 3)}
+    buf.add(Batch(obs=4, act=4, rew=1.0, terminated=True, truncated=False, info=note))
+    path = save(buf, tmp_path, "objects.hdf5")
     with pytest.raises(BufferFileError, match="allow_pickle=True"):
         ReplayBuffer.load_hdf5(path)
-    assert ReplayBuffer.load_hdf5(path, allow_pickle=True)[3].info.note == "x"
+    assert ReplayBuffer.load_hdf5(path, allow_pickle=True)[0].info.note == Fraction(1, 3)
 
 
 # ---------------------------------------------------------------------------------- no code runs

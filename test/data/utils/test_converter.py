@@ -244,11 +244,12 @@ def test_hdf5_pickled_payload_matches_pickle(tmp_path: Path) -> None:
 def test_hdf5_refuses_pickles_unless_allowed(tmp_path: Path) -> None:
     path = tmp_path / "objects.hdf5"
     with h5py.File(path, "w") as f:
-        to_hdf5({"obj": {1, 2}, "arr": np.array(["a", None], dtype=object)}, f)
+        to_hdf5({"obj": {1, 2}, "arr": np.array([(1, 2), None], dtype=object)}, f)
     with h5py.File(path, "r") as f:
-        with pytest.raises(ValueError, match=r"'/arr'.*allow_pickle=True"):
+        with pytest.raises(ValueError, match=r"'/(arr|obj)'.*allow_pickle=True"):
             from_hdf5(f)
-        assert from_hdf5(f, allow_pickle=True)["obj"] == {1, 2}
+        restored = from_hdf5(f, allow_pickle=True)
+        assert restored["obj"] == {1, 2} and restored["arr"][0] == (1, 2)
 
 
 def test_hdf5_strings_none_and_placeholders_need_no_pickle(tmp_path: Path) -> None:
@@ -261,6 +262,35 @@ def test_hdf5_strings_none_and_placeholders_need_no_pickle(tmp_path: Path) -> No
     assert restored["s"] == "text" and restored["n"] is None and restored["flag"] is True
     assert restored["holes"].shape == (2, 3) and restored["holes"].dtype == object
     assert all(v is None for v in restored["holes"].flat)
+
+
+def test_hdf5_object_arrays_of_python_scalars_round_trip_without_pickle(tmp_path: Path) -> None:
+    labels = np.array([["left", None, 3], [2.5, True, "\u00e9t\u00e9"]], dtype=object)
+    path = tmp_path / "labels.hdf5"
+    with h5py.File(path, "w") as f:
+        to_hdf5({"labels": labels, "none": np.empty(0, dtype=object)}, f)
+        assert f["labels"].attrs["__data_type__"] == "json_ndarray"
+    with h5py.File(path, "r") as f:
+        restored = from_hdf5(f)
+    assert restored["labels"].dtype == object and restored["labels"].shape == (2, 3)
+    assert [type(v) for v in restored["labels"].flat] == [type(v) for v in labels.flat]
+    assert restored["labels"].tolist() == labels.tolist()
+
+
+def test_hdf5_object_array_of_non_scalars_is_still_pickled(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.hdf5"
+    with h5py.File(path, "w") as f:
+        to_hdf5({"arr": np.array(["a", np.float32(1.0)], dtype=object)}, f)
+        assert f["arr"].attrs["__data_type__"] == "pickled_ndarray"
+
+
+def test_hdf5_corrupt_json_array_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "labels.hdf5"
+    with h5py.File(path, "w") as f:
+        to_hdf5({"labels": np.array(["a", "b"], dtype=object)}, f)
+        f["labels"][0] = "{not json"
+    with h5py.File(path, "r") as f, pytest.raises(ValueError, match=r"'/labels'.*corrupt"):
+        from_hdf5(f)
 
 
 def test_hdf5_checksum_detects_flipped_bytes(tmp_path: Path) -> None:

@@ -4,14 +4,17 @@ The HDF5 layout follows the published library's, so either can read the other's 
 a dict or Batch is a group (a Batch's group carries the attribute ``__data_type__ = "Batch"``),
 Python ints, floats and strings are attributes of their group (``None`` an empty attribute),
 arrays and tensors are datasets tagged ``"ndarray"`` / ``"Tensor"``, and an object array holding
-only ``None`` (a buffer's placeholder) is stored as its shape, tagged ``"none_ndarray"``. Anything
-else HDF5 cannot store (other object arrays, arbitrary objects) is pickled into a byte dataset
-tagged ``"pickled_ndarray"`` or with its class name. Reading a pickle back runs code chosen by
-whoever wrote the file, so :func:`from_hdf5` only does it when the caller passes
-``allow_pickle=True``. Array datasets carry a fletcher32 checksum, so corrupted data is reported
-instead of returned.
+only ``None`` (a buffer's placeholder) is stored as its shape, tagged ``"none_ndarray"``. An object
+array of plain Python scalars (``None``, bools, ints, floats, strings: string labels in ``info``,
+say) is stored as one JSON text per element, tagged ``"json_ndarray"``, which reads back exactly
+and runs no code. Anything else HDF5 cannot store (other object arrays, arbitrary objects) is
+pickled into a byte dataset tagged ``"pickled_ndarray"`` or with its class name. Reading a
+pickle back runs code chosen by whoever wrote the file, so :func:`from_hdf5` only does it when
+the caller passes ``allow_pickle=True``. Array datasets carry a fletcher32 checksum, so
+corrupted data is reported instead of returned.
 """
 
+import json
 import pickle
 from copy import deepcopy
 from typing import TYPE_CHECKING, Any, TypeAlias, Union, overload
@@ -26,7 +29,9 @@ if TYPE_CHECKING:
     import h5py
 
 _DATA_TYPE = "__data_type__"
-_PLAIN_DATASETS = ("ndarray", "Tensor", "none_ndarray")
+_PLAIN_DATASETS = ("ndarray", "Tensor", "none_ndarray", "json_ndarray")
+_JSON_SCALAR_TYPES = (type(None), bool, int, float, str)
+"""Element types an object array may hold to be stored as JSON texts: each reads back as itself."""
 
 Hdf5ConvertibleValues: TypeAlias = Union[
     int, float, str, Batch, np.ndarray, torch.Tensor, object, "Hdf5ConvertibleType", None
@@ -151,9 +156,9 @@ def to_hdf5(x: Hdf5ConvertibleType, y: "h5py.Group", compression: str | None = N
 
     Array datasets carry HDF5's fletcher32 checksum, so a corrupted file fails to load instead of
     returning flipped values (0-d and empty arrays cannot be filtered and are stored plainly).
-    Strings, numbers and ``None`` become attributes; only values HDF5 has no type for (object
-    arrays, arbitrary objects) are pickled, and reading those back needs
-    ``from_hdf5(..., allow_pickle=True)``.
+    Strings, numbers and ``None`` become attributes, object arrays of such scalars JSON texts;
+    only values HDF5 has no type for (other object arrays, arbitrary objects) are pickled, and
+    reading those back needs ``from_hdf5(..., allow_pickle=True)``.
 
     :param x: the data; nested dicts and Batches become sub-groups.
     :param y: an open HDF5 group (or file) to write into.
@@ -180,6 +185,8 @@ def to_hdf5(x: Hdf5ConvertibleType, y: "h5py.Group", compression: str | None = N
                 # the placeholder buffers allocate for object fields: its shape says it all
                 _write_array(y, key, np.asarray(value.shape, dtype=np.int64), None)
                 y[key].attrs[_DATA_TYPE] = "none_ndarray"
+            elif value.dtype == object and all(type(v) in _JSON_SCALAR_TYPES for v in value.flat):
+                _write_json_array(y, key, value)
             else:
                 _write_pickled(y, key, value, compression, "pickled_ndarray")
         elif isinstance(value, int | float | str):
@@ -235,6 +242,33 @@ def _write_array(group: "h5py.Group", key: str, array: np.ndarray, compression: 
     )
 
 
+def _write_json_array(group: "h5py.Group", key: str, array: np.ndarray) -> None:
+    import h5py
+
+    texts = [json.dumps(v) for v in array.flat]
+    data = np.array(texts, dtype=h5py.string_dtype()).reshape(array.shape)
+    # HDF5 filters (checksum, compression) do not apply to variable-length strings; a corrupted
+    # text fails to parse instead
+    group.create_dataset(key, data=data)
+    group[key].attrs[_DATA_TYPE] = "json_ndarray"
+
+
+def _read_json_array(dataset: "h5py.Dataset", data: Any) -> np.ndarray:
+    texts = np.asarray(data, dtype=object)
+    result = np.empty(texts.shape, dtype=object)
+    try:
+        for index, text in np.ndenumerate(texts):
+            value = json.loads(text.decode() if isinstance(text, bytes) else text)
+            if type(value) not in _JSON_SCALAR_TYPES:
+                raise ValueError(f"element {index} is a {type(value).__name__}, not a scalar")
+            result[index] = value
+    except ValueError as error:  # json.JSONDecodeError is a ValueError
+        raise ValueError(
+            f"HDF5 dataset {dataset.name!r} (type 'json_ndarray') is corrupt: {error}"
+        ) from error
+    return result
+
+
 def _write_pickled(
     group: "h5py.Group", key: str, value: Any, compression: str | None, tag: str
 ) -> None:
@@ -275,6 +309,8 @@ def _read_dataset(dataset: "h5py.Dataset", device: str | None, allow_pickle: boo
         return torch.as_tensor(data, device=device)
     if data_type == "none_ndarray":
         return np.full(tuple(int(n) for n in data), None, dtype=object)
+    if data_type == "json_ndarray":
+        return _read_json_array(dataset, data)
     try:
         return pickle.loads(np.asarray(data).tobytes())
     except Exception as error:
