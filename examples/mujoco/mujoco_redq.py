@@ -2,8 +2,9 @@
 
 Chen et al., "Randomized Ensembled Double Q-Learning: Learning Fast Without a Model" (2021): an
 ensemble of 10 critics of which a random subset of 2 forms each target, 20 critic updates per
-env step and an actor update every 20 critic updates, a SAC actor with the entropy coefficient
-tuned automatically, 256x256 networks, lr 1e-3, tau 0.005, 10k uniformly random start steps.
+env step and an actor update every 20 critic updates, a SAC actor with a fixed entropy
+coefficient of 0.2 (``--auto-alpha`` tunes it), 256x256 networks, lr 1e-3, tau 0.005, 10k
+uniformly random start steps.
 
     python -m examples.mujoco.mujoco_redq --task Hopper-v5 --seed 0
     python -m examples.mujoco.mujoco_redq --watch --resume-path log/Hopper-v5/redq/0/policy.pth

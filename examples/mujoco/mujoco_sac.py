@@ -1,8 +1,9 @@
 """Soft Actor-Critic on a MuJoCo task, with the benchmark hyper-parameters.
 
 Haarnoja et al., "Soft Actor-Critic Algorithms and Applications" (2018): 256x256 networks,
-batch 256, actor lr 1e-3, critic lr 1e-3 (3e-4 in the paper), tau 0.005, gamma 0.99, entropy
-coefficient tuned automatically towards ``-dim(A)``, 10k uniformly random start steps.
+batch 256, actor lr 1e-3, critic lr 1e-3 (3e-4 in the paper), tau 0.005, gamma 0.99, a fixed
+entropy coefficient of 0.2 (``--auto-alpha`` tunes it towards ``-dim(A)`` instead), 10k uniformly
+random start steps.
 
     python -m examples.mujoco.mujoco_sac --task Hopper-v5 --seed 0
     python -m examples.mujoco.mujoco_sac --watch --resume-path log/Hopper-v5/sac/0/policy.pth
