@@ -401,3 +401,25 @@ def test_sample_matches_drawing_then_reading() -> None:
     assert np.array_equal(index, expected_index)
     assert np.array_equal(batch.weight, expected.weight) and batch.weight.max() == 1.0
     assert np.array_equal(batch.obs, expected.obs) and np.array_equal(batch.rew, expected.rew)
+
+
+@pytest.mark.parametrize("weight_norm", [True, False])
+def test_row_arrays_and_other_indices_update_and_sample_alike(weight_norm: bool) -> None:
+    """``update_weight`` hands the 1-D int64 rows ``sample`` returns straight to the tree and
+    ``sample`` divides the drawn priorities inside the tree search; both must give exactly what
+    the general paths (any index form; drawing, then reading) give."""
+    rows, listed = (filled(10, size=10, weight_norm=weight_norm) for _ in range(2))
+    weights = np.random.default_rng(0).standard_normal(6) * 3
+    index = np.array([9, 2, 2, 5, 0, 7])
+    rows.update_weight(index, weights)
+    listed.update_weight(index.astype(np.int32).tolist(), weights.tolist())
+    assert np.array_equal(rows.weight._value, listed.weight._value)
+    assert (rows._min_prio, rows._max_prio) == (listed._min_prio, listed._max_prio)
+    batch, drawn = rows.sample(64)
+    expected = rows.get_weight(drawn)
+    if weight_norm:
+        expected = expected / expected.max()
+    assert np.array_equal(batch.weight, expected) and batch.weight.dtype == np.float64
+    with pytest.raises(IndexError, match="outside"):
+        rows.update_weight(np.array([3, -1]), np.ones(2))
+    assert np.array_equal(rows.weight._value, listed.weight._value)

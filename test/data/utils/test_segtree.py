@@ -243,3 +243,33 @@ def test_module_import_does_not_import_numba() -> None:
         "t = s.SegmentTree(3); t[0] = 1.0; assert 'numba' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 64, 100])
+def test_batch_writes_of_any_size_equal_one_by_one_writes(size: int) -> None:
+    """Large batches recompute the levels near the root in one sweep instead of following every
+    path; the tree must be exactly the one single-leaf writes build, and every inner node exactly
+    the sum of its children."""
+    rng = np.random.default_rng(size)
+    batched, single = SegmentTree(size), SegmentTree(size)
+    bound = len(batched._value) // 2
+    for count in (1, 3, bound // 2, bound, 2 * bound + 3):
+        index = rng.integers(0, size, count)
+        value = rng.random(count) * 10.0 ** rng.integers(-8, 8, count)
+        batched[index] = value
+        for i, v in zip(index, value, strict=True):
+            single[np.array([i])] = v
+        assert np.array_equal(batched._value, single._value)
+        inner = batched._value[1:bound]
+        assert np.array_equal(inner, batched._value[2::2] + batched._value[3::2])
+
+
+def test_sampled_values_divided_in_the_descent_equal_numpy_division() -> None:
+    tree = SegmentTree(100)
+    tree[np.arange(100)] = np.arange(100.0) % 7
+    query = np.random.default_rng(0).random(50)
+    index, values = tree._sample_with_values(query, 3.0)
+    plain_index, plain_values = tree._sample_with_values(query)
+    assert np.array_equal(index, plain_index)
+    assert np.array_equal(values, tree[index] / 3.0)
+    assert np.array_equal(plain_values, tree[index])

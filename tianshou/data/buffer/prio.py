@@ -170,7 +170,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         if isinstance(new_weight, torch.Tensor):
             new_weight = new_weight.detach().cpu().numpy()
         raw = np.asarray(new_weight, dtype=np.float64)
-        count = np.size(index)
+        # the rows sample() returns (1-D int64) go straight to the tree's kernel
+        rows = type(index) is np.ndarray and index.dtype == np.int64 and index.ndim == 1
+        count = index.shape[0] if rows else np.size(index)
         if raw.ndim == 0:
             raw = np.full(count, raw)
         elif raw.size != count:
@@ -188,7 +190,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 f"update_weight got a non-finite weight {raw.reshape(-1)[bad - 1]} at position "
                 f"{bad - 1}; weights must be finite (NaN or inf would break sampling)",
             )
-        self.weight[index] = np.power(priority, self._alpha, out=priority)
+        np.power(priority, self._alpha, out=priority)
+        if rows:
+            self.weight._write(index, priority)
+        else:
+            self.weight[index] = priority
         self._min_prio = min(self._min_prio, float(extremes[0]))
         self._max_prio = max(self._max_prio, float(extremes[1]))
 
@@ -212,9 +218,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     def sample(self, batch_size: int | None) -> tuple[Batch, np.ndarray]:
         """Draw ``sample_indices(batch_size)`` and return ``(self[indices], indices)``.
 
-        When drawing by priority, the tree search also returns the drawn rows' priorities, so the
-        importance weights need no second pass over the (cache-cold) tree; subclasses that change
-        how rows are drawn or read get the plain two-step path.
+        When drawing by priority, the tree search also returns the drawn rows' priorities (already
+        divided by ``p_min``), so the importance weights need no second pass over the (cache-cold)
+        tree; subclasses that change how rows are drawn or read get the plain two-step path.
         """
         tree = self._tree()
         count = len(self) if batch_size is None else batch_size
@@ -228,9 +234,12 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             or kind.__getitem__ is not ReplayBuffer.__getitem__
         ):
             return super().sample(batch_size)
-        indices, priorities = tree._sample_with_values(self._random_state.random_sample(count))
+        # the search divides the drawn priorities by p_min as `_importance_weights` would
+        indices, ratios = tree._sample_with_values(
+            self._random_state.random_sample(count), self._min_prio
+        )
         batch = super()._rows_to_batch(indices)
-        self._attach_weight(batch, self._importance_weights(priorities))
+        self._attach_weight(batch, ratios ** (-self._beta))
         return batch, indices
 
     def get_weight(self, index: int | np.ndarray) -> float | np.ndarray:

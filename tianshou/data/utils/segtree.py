@@ -62,6 +62,11 @@ def _write_leaves(
     """Set leaves ``index`` to ``value`` (in order, so a repeated index keeps its last value) and
     recompute the sums above them level by level.
 
+    Near the root the batch's paths share nodes: once a level has no more nodes than the batch
+    has entries, every node of it and of the levels above is recomputed in one sequential sweep,
+    which is less work than following the paths and gives the same sums (each node is always its
+    children's sum, so recomputing an untouched node reproduces it).
+
     Nothing is written when the input is invalid: returns ``-(j + 1)`` if ``index[j]`` is outside
     ``[0, size)``, ``j + 1`` if ``value[j]`` is negative or NaN, else 0.
     """
@@ -75,13 +80,15 @@ def _write_leaves(
     for j in range(n):
         nodes[j] = index[j] + bound
         tree[nodes[j]] = value[j]
-    width = bound
-    while width > 1:
+    width = bound  # number of nodes on the level that ``nodes`` points into
+    while width >> 1 > n:
         for j in range(n):
             parent = nodes[j] >> 1
             tree[parent] = tree[2 * parent] + tree[2 * parent + 1]
             nodes[j] = parent
         width >>= 1
+    for parent in range(width - 1, 0, -1):  # children before parents: the nodes above, bottom up
+        tree[parent] = tree[2 * parent] + tree[2 * parent + 1]
     return 0
 
 
@@ -93,9 +100,11 @@ def _descend(
     tree: np.ndarray,
     out: np.ndarray,
     leaf_values: np.ndarray,
+    divisor: float,
 ) -> None:
     """For every target ``v`` write the smallest leaf ``i`` with ``v <= sum(leaves[:i + 1])`` to
-    ``out`` and that leaf's value, read while it is in cache, to ``leaf_values``.
+    ``out`` and that leaf's value divided by ``divisor``, read while it is in cache, to
+    ``leaf_values`` (a caller scaling the values saves a pass over them; 1.0 keeps them exact).
 
     The targets are ``query`` itself, or ``(1 - query) * total`` when ``from_uniform`` (uniform
     draws in ``[0, 1)`` become targets in ``(0, total]``). A subtree whose sum is 0 is never
@@ -117,7 +126,7 @@ def _descend(
             out[j] = left + right
         width >>= 1
     for j in range(n):
-        leaf_values[j] = tree[out[j]]
+        leaf_values[j] = tree[out[j]] / divisor
         out[j] -= bound
 
 
@@ -279,15 +288,18 @@ class SegmentTree:
         """
         return self._search(uniform, self._value[1], True)[0]
 
-    def _sample_with_values(self, uniform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`sample`, plus the values of the drawn leaves (read while they are in cache)."""
-        return self._search(uniform, self._value[1], True)
+    def _sample_with_values(
+        self, uniform: np.ndarray, divisor: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`sample`, plus the values of the drawn leaves divided by ``divisor`` (read while
+        they are in cache; the division is the one ``values / divisor`` would do)."""
+        return self._search(uniform, self._value[1], True, divisor)
 
     def _search(
-        self, query: np.ndarray, total: float, from_uniform: bool
+        self, query: np.ndarray, total: float, from_uniform: bool, divisor: float = 1.0
     ) -> tuple[np.ndarray, np.ndarray]:
         count = query.shape[0]
         out, values = np.empty(count, np.int64), np.empty(count)
         kernel = compile_kernel(_descend)
-        kernel(query, total, from_uniform, self._bound, self._value, out, values)
+        kernel(query, total, from_uniform, self._bound, self._value, out, values, divisor)
         return out, values
