@@ -21,6 +21,7 @@ from test.data.collector_fixtures import (
     RaggedEnv,
     ScaledPolicy,
 )
+from tianshou.algorithm.algorithm_base import Policy
 from tianshou.data import (
     Batch,
     CachedReplayBuffer,
@@ -40,6 +41,7 @@ from tianshou.data.collector import (
     EpisodeRolloutHookMCReturn,
     EpisodeRolloutHookMerged,
     StepHookAddActionDistribution,
+    get_stddev_from_dist,
 )
 from tianshou.env.venvs import DummyVectorEnv, ShmemVectorEnv, SubprocVectorEnv
 
@@ -305,6 +307,42 @@ def test_recurrent_state_is_kept_per_env_and_cleared_on_reset() -> None:
     np.testing.assert_allclose(stats.pred_dist_std_array, 0.5)  # uniform over {0, 1}
     assert stats.pred_dist_std_array_stat is not None
     assert stats.pred_dist_std_array_stat[0].mean == pytest.approx(0.5)
+
+
+class _ObsDrivenDistPolicy(Policy):
+    """Acts with a distribution that depends on the observation: a Categorical with varying
+    probabilities, or (for observations at or above ``normal_from``) a Normal, so that the
+    collector's statistics see changing spreads and a change of distribution type."""
+
+    def __init__(self, action_space: gym.Space, normal_from: float = np.inf) -> None:
+        super().__init__(action_space=action_space)
+        self.normal_from = normal_from
+
+    def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
+        obs = torch.as_tensor(batch.obs, dtype=torch.float32).reshape(len(batch.obs), -1)[:, :1]
+        dist: torch.distributions.Distribution
+        if float(obs.max()) >= self.normal_from:
+            dist = torch.distributions.Normal(obs, 1.0 + obs)
+        else:
+            dist = torch.distributions.Categorical(logits=torch.cat([obs / 3, -obs / 7], dim=1))
+        return Batch(act=torch.zeros(len(obs), dtype=torch.long), dist=dist)
+
+
+@pytest.mark.parametrize("normal_from", [np.inf, 4.0])
+def test_distribution_spreads_are_those_of_every_step_in_order(normal_from: float) -> None:
+    policy = _ObsDrivenDistPolicy(DISCRETE, normal_from)
+    collector = Collector(policy, counting_venv([3, 5, 6]), VectorReplayBuffer(300, 3))
+    collector.reset()
+    stats = collector.collect(n_step=150)
+    buffer = collector.buffer
+    expected = []  # step by step, as CollectStats.update_at_step_batch records them
+    for step in range(50):
+        obs = np.stack([buffer.buffers[i].obs[step] for i in range(3)])
+        dist = policy(Batch(obs=obs, info=Batch())).dist
+        expected.append(get_stddev_from_dist(dist).reshape(3, -1).numpy())
+    assert stats.pred_dist_std_array is not None
+    np.testing.assert_array_equal(stats.pred_dist_std_array, np.concatenate(expected))
+    assert stats.n_collected_steps == 150
 
 
 def test_hidden_state_survives_between_n_step_calls() -> None:

@@ -12,7 +12,8 @@ whichever envs of an asynchronous vector env are ready). The loop reads top to b
    with ``check_env_output`` their observations and rewards are checked for NaN/inf;
 3. the transitions are staged (:class:`~tianshou.data._rollout.RolloutStaging`) or, with a step
    hook, passed through the hook and stored at once (:meth:`CollectRun.store_with_hook`), and
-   the steps are counted;
+   the steps are counted; the spread of a categorical action distribution, which the default
+   statistics record per step, is computed for all steps of the call at once at its end;
 4. finished envs are reset (:meth:`CollectRun.reset_finished`), surplus envs retired for
    unbiased ``n_episode`` collection, and staged transitions are written to the buffer every
    ``flush_every`` steps, when an episode hook needs a finished episode, and at the end.
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 import gymnasium as gym
 import numpy as np
 import torch
+from torch.distributions import Categorical
 
 from tianshou.data._collect_checks import ActionCheck, check_env_output
 from tianshou.data._env_stepping import EnvCursor, EnvStepping, ReadyEnvs, StepActions
@@ -51,7 +53,7 @@ from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.manager import PrioritizedReplayBufferManager, ReplayBufferManager
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
 from tianshou.data.buffer.vecbuf import PrioritizedVectorReplayBuffer, VectorReplayBuffer
-from tianshou.data.collector_stats import CollectStats
+from tianshou.data.collector_stats import CollectStats, categorical_stddev
 from tianshou.data.utils.converter import to_numpy
 
 if TYPE_CHECKING:
@@ -132,6 +134,8 @@ class CollectRun:
         """Where the envs stood (one row per env) when a finite env's reset raised
         ``StopIteration``; None unless that ended the run."""
         self.staging = RolloutStaging()
+        self.pending_probs: list[torch.Tensor] = []
+        """Action probabilities of steps whose distribution spread is yet to be recorded."""
         stats_type = type(stats)
         self.default_step_stats = (
             stats_type.update_at_step_batch is CollectStats.update_at_step_batch
@@ -169,6 +173,8 @@ class CollectRun:
         except BaseException:
             self.write_staged()  # every staged step completed: keep it
             raise
+        finally:
+            self.record_deferred_spreads()
 
     def _collect(
         self,
@@ -283,12 +289,35 @@ class CollectRun:
         else:
             self.store_with_hook(transitions, actions)
         dist = actions.dist
-        if dist is None and self.default_step_stats:  # only a count to add
-            self.stats.n_collected_steps += len(transitions.env_ids)
-        else:
-            self.stats.update_at_step_batch(
-                batch_of_parsed_values({"act": transitions.act, "dist": dist})
-            )
+        if self.default_step_stats:  # what CollectStats.update_at_step_batch would record
+            if dist is None:  # only a count to add
+                self.stats.n_collected_steps += len(transitions.env_ids)
+                return
+            if isinstance(dist, Categorical) and len(dist.batch_shape) == 1:
+                self.stats.n_collected_steps += len(transitions.env_ids)
+                self.defer_spread(dist.probs)
+                return
+        self.record_deferred_spreads()  # keeps the rows of pred_dist_std_array in step order
+        self.stats.update_at_step_batch(
+            batch_of_parsed_values({"act": transitions.act, "dist": dist})
+        )
+
+    def defer_spread(self, probs: torch.Tensor) -> None:
+        """Keep one step's categorical action probabilities ``(B, K)``; their spreads are
+        computed for all steps at once by :meth:`record_deferred_spreads` (a dozen small
+        tensor operations per step would cost a noticeable share of stepping cheap envs)."""
+        pending = self.pending_probs
+        if pending and pending[0].shape[-1] != probs.shape[-1]:
+            self.record_deferred_spreads()
+        pending.append(probs)
+
+    def record_deferred_spreads(self) -> None:
+        """Add the spreads of the deferred steps to the statistics' ``pred_dist_std_array``."""
+        pending = self.pending_probs
+        if pending:
+            self.pending_probs = []
+            probs = pending[0] if len(pending) == 1 else torch.cat(pending)
+            self.stats.add_dist_stddev(categorical_stddev(probs))
 
     def store_with_hook(self, transitions: Transitions, actions: StepActions) -> None:
         """Run the step hook on one vector step's transitions, then store them at once

@@ -214,10 +214,8 @@ def zero_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
         return Batch.empty(state, index)
     if isinstance(state, Mapping):
         return {key: cast(RowValue, zero_rows(sub, index)) for key, sub in state.items()}
-    if isinstance(state, torch.Tensor):
-        out_t = state.clone()
-        out_t[torch.as_tensor(index, device=state.device)] = 0
-        return out_t
+    if isinstance(state, torch.Tensor):  # one out-of-place kernel instead of copy + write
+        return state.index_fill(0, torch.as_tensor(index, dtype=torch.long, device=state.device), 0)
     out_a = np.array(state, copy=True)
     out_a[index] = None if out_a.dtype == object else 0
     return out_a

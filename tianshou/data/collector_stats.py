@@ -33,12 +33,17 @@ def get_stddev_from_dist(dist: Distribution) -> torch.Tensor:
     :param dist: a torch distribution, as policies return under the key ``dist``.
     """
     if isinstance(dist, Categorical):
-        probs = dist.probs
-        values = torch.arange(probs.shape[-1], device=probs.device, dtype=probs.dtype)
-        mean = (probs * values).sum(dim=-1, keepdim=True)
-        var = (probs * (values - mean) ** 2).sum(dim=-1, keepdim=True)
-        return var.sqrt()
+        return categorical_stddev(dist.probs)
     return dist.stddev
+
+
+def categorical_stddev(probs: torch.Tensor) -> torch.Tensor:
+    """The spread of the action index ``0 .. K-1`` under categorical ``probs`` ``(..., K)``,
+    shaped ``(..., 1)``; row by row, so the rows of several steps can be computed at once."""
+    values = torch.arange(probs.shape[-1], device=probs.device, dtype=probs.dtype)
+    mean = (probs * values).sum(dim=-1, keepdim=True)
+    var = (probs * (values - mean) ** 2).sum(dim=-1, keepdim=True)
+    return var.sqrt()
 
 
 def _std_rows(std: np.ndarray) -> np.ndarray:
@@ -120,13 +125,19 @@ class CollectStats(CollectStatsBase):
         self.n_collected_steps += len(step_batch)
         dist = step_batch.get("dist")
         if isinstance(dist, Distribution):
-            std = _std_rows(get_stddev_from_dist(dist).detach().cpu().numpy())
-            if self.pred_dist_std_array is None:
-                self.pred_dist_std_array = std
-            else:
-                self.pred_dist_std_array = np.concatenate((self.pred_dist_std_array, std))
+            self.add_dist_stddev(get_stddev_from_dist(dist))
         if refresh_sequence_stats:
             self.refresh_std_array_stats()
+
+    def add_dist_stddev(self, std: torch.Tensor) -> None:
+        """Append the standard deviations of action distributions (as
+        :func:`get_stddev_from_dist` gives them) to ``pred_dist_std_array``, without counting
+        steps: the collector adds those of many steps at once."""
+        rows = _std_rows(std.detach().cpu().numpy())
+        if self.pred_dist_std_array is None:
+            self.pred_dist_std_array = rows
+        else:
+            self.pred_dist_std_array = np.concatenate((self.pred_dist_std_array, rows))
 
     def update_at_episode_done(
         self,

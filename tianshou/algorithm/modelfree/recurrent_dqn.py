@@ -22,11 +22,11 @@ from tianshou.algorithm._lagged_mixins import LaggedNetworkFullUpdateAlgorithmMi
 from tianshou.algorithm._sequences import masked_mean, replay_sequences
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, PolicyState
+from tianshou.algorithm.modelfree._stored_state import numpy_state
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
-from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.torch_utils import torch_device
 
 
@@ -77,8 +77,7 @@ class RecurrentQLearningPolicy(DiscreteQLearningPolicy):
         if initial is None:
             initial = self.model.initial_state(len(batch.obs))  # type: ignore[operator]
         result = super().forward(batch, initial, model)
-        state_in = {key: to_numpy(value) for key, value in initial.items()}
-        result.policy = batch_of_parsed_values({"state_in": batch_of_parsed_values(state_in)})
+        result.policy = batch_of_parsed_values({"state_in": numpy_state(initial)})
         return result
 
 

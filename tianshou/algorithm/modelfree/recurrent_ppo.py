@@ -25,13 +25,13 @@ from tianshou.algorithm._sequences import (
     state_rows,
 )
 from tianshou.algorithm.algorithm_base import ActionBoundMethod, PolicyState
+from tianshou.algorithm.modelfree._stored_state import numpy_state
 from tianshou.algorithm.modelfree.a2c import A2C, A2CTrainingStats, summarize_losses
 from tianshou.algorithm.modelfree.ppo import PPO
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy, TDistFnDiscrOrCont
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
-from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.recurrent import RecurrentValueNet
 from tianshou.utils.torch_utils import torch_device
 
@@ -93,24 +93,21 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
             inside training steps, ``policy.state_in`` (the states this step started from).
         """
         obs = _array_obs(batch.obs)
-        if self.is_within_training_step:  # converted once for both networks
+        training = self.is_within_training_step
+        if training:  # converted once for both networks
             obs = torch.as_tensor(
                 obs, device=self.critic.encoder._input_device, dtype=torch.float32
             )
         states = self._states_or_zeros(state, len(obs))
         dist_input, actor_next = self.actor(obs, states["actor"])
         dist = self.dist_fn(dist_input)
-        act = (
-            dist.mode
-            if self.deterministic_eval and not self.is_within_training_step
-            else dist.sample()
-        )
+        act = dist.mode if self.deterministic_eval and not training else dist.sample()
         result: dict[str, Any] = {"logits": dist_input, "act": act, "dist": dist}
-        if self.is_within_training_step:
+        if training:
             # only the critic's state is needed while acting, not its value
             critic_next = self.critic.advance(obs, states["critic"])
             result["state"] = {"actor": actor_next, "critic": critic_next}
-            result["policy"] = Batch(state_in=_numpy_state(states))
+            result["policy"] = batch_of_parsed_values({"state_in": numpy_state(states)})
         else:
             result["state"] = {"actor": actor_next}
         return batch_of_parsed_values(result)
@@ -144,12 +141,6 @@ def _array_obs(obs: Any) -> Any:
             "are not supported by RecurrentActorCriticPolicy"
         )
     return obs
-
-
-def _numpy_state(state: Any) -> Any:
-    if isinstance(state, dict | Batch):
-        return {key: _numpy_state(value) for key, value in state.items()}
-    return to_numpy(state)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from torch.distributions import Independent, Normal
 from tianshou.algorithm._lagged_mixins import LaggedNetworkPolyakUpdateAlgorithmMixin
 from tianshou.algorithm._sequences import masked_mean, replay_sequences
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, PolicyState, TrainingStats
+from tianshou.algorithm.modelfree._stored_state import numpy_state
 from tianshou.algorithm.modelfree.sac import (
     Alpha,
     alpha_registered_with,
@@ -29,7 +30,6 @@ from tianshou.algorithm.modelfree.sac import (
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
-from tianshou.data.utils.converter import to_numpy
 from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic
 from tianshou.utils.torch_utils import torch_device
 
@@ -96,7 +96,8 @@ class RecurrentSACPolicy(Policy):
         obs = batch.obs
         if isinstance(obs, Batch | dict):
             raise TypeError("RecurrentSACPolicy takes array observations, not a Batch/dict")
-        if self.is_within_training_step:  # converted once for the three networks
+        training = self.is_within_training_step
+        if training:  # converted once for the three networks
             obs = torch.as_tensor(obs, device=self.actor.encoder._input_device, dtype=torch.float32)
         given = state if isinstance(state, dict | Batch) else {}
         states = {
@@ -104,15 +105,17 @@ class RecurrentSACPolicy(Policy):
             for name, net in (("actor", self.actor), *self._named_critics())
         }
         (mu, sigma), actor_next = self.actor(obs, states["actor"])
-        if self.deterministic_eval and not self.is_within_training_step:
+        next_state = {"actor": actor_next}
+        if training:
+            next_state["critic"] = self.critic.advance(obs, states["critic"])
+            next_state["critic2"] = self.critic2.advance(obs, states["critic2"])
+        if self.deterministic_eval and not training:
             act = torch.tanh(mu)
         else:
             act = torch.tanh(Normal(mu, sigma).sample())
-        result: dict[str, Any] = {"act": act, "state": {"actor": actor_next}}
-        if self.is_within_training_step:
-            for name, critic in self._named_critics():
-                result["state"][name] = critic.advance(obs, states[name])
-            result["policy"] = Batch(state_in=_numpy_state(states))
+        result: dict[str, Any] = {"act": act, "state": next_state}
+        if training:
+            result["policy"] = batch_of_parsed_values({"state_in": numpy_state(states)})
         return batch_of_parsed_values(result)
 
     def _named_critics(self) -> list[tuple[str, RecurrentQCritic]]:
@@ -126,10 +129,6 @@ class RecurrentSACPolicy(Policy):
         raw = dist.rsample()
         act = torch.tanh(raw)
         return act, correct_log_prob_gaussian_tanh(dist.log_prob(raw), act)
-
-
-def _numpy_state(state: dict[str, Any]) -> dict[str, Any]:
-    return {key: {k: to_numpy(v) for k, v in value.items()} for key, value in state.items()}
 
 
 class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):

@@ -17,7 +17,7 @@ missing state (None) is the zero state, the state at the start of an episode.
 torch.Size([4, 5, 3])
 """
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import numpy as np
 import torch
@@ -64,11 +64,16 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
         self.embedding = nn.Linear(obs_dim, hidden_size)
         rnn_type = nn.LSTM if cell == "lstm" else nn.GRU
         self.rnn = rnn_type(hidden_size, hidden_size, num_layers=layer_num, batch_first=True)
-        # per layer: the names of (weight_ih, weight_hh, bias_ih, bias_hh) in ``self.rnn``
-        self._cell_weight_names = [
-            tuple(f"{kind}_l{layer}" for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+        # torch keeps the recurrent layer's parameters in ``rnn._flat_weights`` (refreshed when
+        # the module moves or a parameter is replaced), four per layer in this order; the
+        # one-step path reads them there instead of by name, once per env step
+        expected = [
+            f"{kind}_l{layer}"
             for layer in range(layer_num)
+            for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
         ]
+        if list(self.rnn._flat_weights_names) != expected:
+            raise RuntimeError(f"unexpected parameter layout of {type(self.rnn).__name__}")
         self._refresh_input_device()
 
     def initial_state(self, batch_size: int) -> RecurrentState:
@@ -106,10 +111,10 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
         self, layer_input: torch.Tensor, state: RecurrentState
     ) -> tuple[torch.Tensor, RecurrentState]:
         """One time step ``(B, hidden_size)`` through the layers with torch's cell kernels."""
-        rnn = self.rnn
+        flat_weights = cast(list[torch.Tensor], self.rnn._flat_weights)  # all set: bias=True
         hiddens, cells = [], []
-        for layer, names in enumerate(self._cell_weight_names):
-            weights = [getattr(rnn, name) for name in names]
+        for layer in range(self.layer_num):
+            weights = flat_weights[4 * layer : 4 * layer + 4]
             hidden = state["hidden"][:, layer]
             if self.cell == "lstm":
                 hidden, cell = torch.lstm_cell(
@@ -150,9 +155,9 @@ def _check_state(tensor: torch.Tensor, batch_size: int) -> None:
 
 def _stack_layers(per_layer: list[torch.Tensor]) -> torch.Tensor:
     """Per-layer ``(B, H)`` states as one detached ``(B, layers, H)`` state."""
-    if len(per_layer) == 1:
-        return per_layer[0].detach().unsqueeze(1)
-    return torch.stack(per_layer, dim=1).detach()
+    stacked = per_layer[0].unsqueeze(1) if len(per_layer) == 1 else torch.stack(per_layer, dim=1)
+    # acting runs without gradient, where there is nothing to detach from
+    return stacked.detach() if stacked.requires_grad else stacked
 
 
 def _batch_major(tensor: torch.Tensor) -> torch.Tensor:
