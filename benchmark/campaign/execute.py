@@ -126,16 +126,19 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
 
     A run directory with a checkpoint continues from it (the script's ``--resume-path`` and
     ``--resume-from-log``); otherwise any partial log is removed and the run starts afresh.
-    An off-policy run that resumes collects its uniformly random warm-up again, to refill the
-    replay buffer, which checkpoints do not keep. The result's ``wall_s`` and
-    ``env_steps_per_s`` are of this last session (``resumed_from_env_step`` says where it
-    started).
+    An off-policy run's checkpoint holds its replay buffer, so the resumed run goes on with the
+    transitions it had collected and skips the uniformly random warm-up; only a checkpoint
+    without the buffer (written before checkpoints kept it) collects the warm-up again. The
+    result's ``wall_s`` and ``env_steps_per_s`` are of this last session
+    (``resumed_from_env_step`` says where it started).
 
     :param commit: the source version to record (the driver's ``git`` commit; a Ray worker
         may have no repository).
     :return: the result, as written to ``result.json``.
     """
     module = load_script(spec.algorithm)
+    from examples.mujoco.persistence import replay_buffer_path
+
     argv = script_argv(spec, run_dir)
     checkpoint = checkpoint_path(spec, run_dir)
     # the log notes a checkpoint's counters after the checkpoint is written: one without
@@ -148,6 +151,9 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
         shutil.rmtree(run_dir / SCRIPT_LOG_DIR, ignore_errors=True)
     args = script_args(spec.algorithm, argv)
     warmup = epoch_split(args, spec.env_steps).warmup_env_steps
+    # the warm-up's env steps are collected in this session unless a saved buffer replaces them
+    warmup_again = resumed_from is None or not os.path.exists(replay_buffer_path(str(checkpoint)))
+    session_warmup = warmup if warmup_again else 0
     start = time.perf_counter()
     info = module.main(argv)
     wall_s = time.perf_counter() - start
@@ -172,7 +178,7 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
         "final_return": returns[-1],
         "best_return": max(returns),
         "wall_s": wall_s,
-        "env_steps_per_s": (warmup + trainer_steps - (resumed_from or 0)) / wall_s,
+        "env_steps_per_s": (session_warmup + trainer_steps - (resumed_from or 0)) / wall_s,
         "resumed_from_env_step": None if resumed_from is None else warmup + resumed_from,
         "version": _tianshou_version(),
         "commit": commit,

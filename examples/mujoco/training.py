@@ -20,7 +20,13 @@ from tianshou.env import BaseVectorEnv, VectorEnvNormObs
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
 from examples.mujoco.mujoco_env import make_mujoco_env
-from examples.mujoco.persistence import checkpoint_saver, load_algorithm, save_algorithm
+from examples.mujoco.persistence import (
+    checkpoint_saver,
+    load_algorithm,
+    load_replay_buffer,
+    replay_buffer_path,
+    save_algorithm,
+)
 from examples.mujoco.video import has_display, record_video, select_offscreen_rendering
 from examples.script_cli import logger_from_args
 
@@ -47,7 +53,8 @@ def run_experiment(
     """Train ``build(args, env)`` with ``train`` or, with ``--watch``, evaluate it.
 
     With ``--resume-path`` the saved state (networks, optimisers and observation statistics) is
-    loaded first, and training continues from it. ``--watch`` evaluates ``--num-test-envs``
+    loaded first, and training continues from it (an off-policy run also with the replay buffer
+    saved beside it, see :func:`train_off_policy`). ``--watch`` evaluates ``--num-test-envs``
     episodes; with a display they are shown in a window, without one a deterministic episode is
     recorded to ``<log dir>/watch.mp4`` (see :func:`~examples.mujoco.video.record_video`).
     Without a display, MuJoCo is first set to render off-screen
@@ -103,12 +110,27 @@ def train_off_policy(
 ) -> InfoStats:
     """Off-policy training: ``--start-timesteps`` uniformly random steps, then the trainer.
 
+    With ``--save-checkpoints`` each checkpoint also holds the replay buffer. With
+    ``--resume-path`` of such a checkpoint, training goes on with the saved buffer and the random
+    warm-up is skipped; beside a policy file without a buffer (e.g. an older checkpoint), the
+    warm-up is collected again.
+
     ``args`` needs, besides the common options, ``start_timesteps`` and ``update_per_step``.
     """
     buffer = VectorReplayBuffer(args.buffer_size, len(train_envs))
     train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
     train_collector.reset()
-    train_collector.collect(n_step=args.start_timesteps, random=True)
+    buffer_path = replay_buffer_path(args.resume_path) if args.resume_path else None
+    if buffer_path is not None and os.path.exists(buffer_path):
+        load_replay_buffer(buffer, buffer_path)
+        print(f"loaded {len(buffer)} transitions from {buffer_path}: no random warm-up")
+    else:
+        if args.resume_path:
+            print(
+                f"no replay buffer beside {args.resume_path}: collecting the "
+                f"{args.start_timesteps} random warm-up steps again"
+            )
+        train_collector.collect(n_step=args.start_timesteps, random=True)
     return algorithm.run_training(
         OffPolicyTrainerParams(
             training_collector=train_collector,
@@ -120,7 +142,7 @@ def train_off_policy(
             batch_size=args.batch_size,
             update_step_num_gradient_steps_per_sample=args.update_per_step,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
-            save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
+            save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args, buffer),
             logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
             resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
