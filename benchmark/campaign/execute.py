@@ -33,6 +33,8 @@ from benchmark.campaign.plan import (
     script_log_path,
 )
 
+from examples.mujoco.persistence import replay_buffer_path
+
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.json"
 LOG_FILE = "run.log"
@@ -137,8 +139,6 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
     :return: the result, as written to ``result.json``.
     """
     module = load_script(spec.algorithm)
-    from examples.mujoco.persistence import replay_buffer_path
-
     argv = script_argv(spec, run_dir)
     checkpoint = checkpoint_path(spec, run_dir)
     # the log notes a checkpoint's counters after the checkpoint is written: one without
