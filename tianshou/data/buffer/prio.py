@@ -170,9 +170,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         if isinstance(new_weight, torch.Tensor):
             new_weight = new_weight.detach().cpu().numpy()
         raw = np.asarray(new_weight, dtype=np.float64)
-        # the rows sample() returns (1-D int64) go straight to the tree's kernel
-        rows = type(index) is np.ndarray and index.dtype == np.int64 and index.ndim == 1
-        count = index.shape[0] if rows else np.size(index)
+        count = np.size(index)
         if raw.ndim == 0:
             raw = np.full(count, raw)
         elif raw.size != count:
@@ -190,11 +188,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 f"update_weight got a non-finite weight {raw.reshape(-1)[bad - 1]} at position "
                 f"{bad - 1}; weights must be finite (NaN or inf would break sampling)",
             )
-        np.power(priority, self._alpha, out=priority)
-        if rows:
-            self.weight._write(index, priority)
-        else:
-            self.weight[index] = priority
+        self.weight[index] = np.power(priority, self._alpha, out=priority)
         self._min_prio = min(self._min_prio, float(extremes[0]))
         self._max_prio = max(self._max_prio, float(extremes[1]))
 
