@@ -14,13 +14,12 @@ without it, the resumed run would start from an empty buffer and collect its ran
 import argparse
 import os
 from collections.abc import Callable, Sequence
-from typing import cast
 
 import numpy as np
 import torch
 
 from tianshou.algorithm.algorithm_base import Algorithm
-from tianshou.data import Batch, ReplayBuffer, ReplayBufferManager, VectorReplayBuffer
+from tianshou.data import VectorReplayBuffer
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
 from tianshou.highlevel.persistence import Persistence, PersistEvent, RestoreEvent
 from tianshou.highlevel.world import World
@@ -92,99 +91,37 @@ def replay_buffer_path(policy_path: str) -> str:
     return os.path.join(os.path.dirname(policy_path), BUFFER_FILE)
 
 
-def compact_replay_buffer(buffer: VectorReplayBuffer) -> ReplayBufferManager:
-    """A copy of ``buffer`` holding only its stored transitions, for a small file.
-
-    A training buffer is mostly empty (a million slots of which a run fills a fraction), and a
-    sub-buffer that has not wrapped around yet holds its transitions in its first rows. The copy
-    has one sub-buffer per sub-buffer of ``buffer``, cut after the slot the next transition goes
-    to (the whole sub-buffer once it is full), so the stored rows keep their order and the
-    counters (insertion slot, size, last row, running episode) stay valid as they are. The copy
-    also takes over the random generator that ``buffer.sample`` draws from.
-
-    :param buffer: a vector buffer of plain :class:`~tianshou.data.ReplayBuffer` sub-buffers
-        (prioritized and hindsight buffers keep more state than is copied here).
-    """
-    if type(buffer) is not VectorReplayBuffer:
-        raise TypeError(f"only a VectorReplayBuffer can be compacted, got {type(buffer).__name__}")
-    maxsizes = buffer.subbuffer_edges[1:] - buffer.subbuffer_edges[:-1]
-    sizes = np.minimum(np.asarray([len(sub) for sub in buffer.buffers]) + 1, maxsizes)
-    compact = ReplayBufferManager([ReplayBuffer(int(size), **buffer.options) for size in sizes])
-    if not buffer._meta.is_empty():
-        starts = buffer.subbuffer_edges[:-1]
-        rows = np.concatenate(
-            [start + np.arange(size) for start, size in zip(starts, sizes, strict=True)]
-        )
-        compact.set_batch(buffer._meta[rows])
-    if compact._rew_shape != buffer._rew_shape:
-        compact._set_reward_shape(buffer._rew_shape)
-    compact._istate[:] = buffer._istate
-    compact._ep_ret[:] = buffer._ep_ret
-    compact._random_state.set_state(buffer._random_state.get_state())
-    return compact
-
-
 def save_replay_buffer(buffer: VectorReplayBuffer, path: str) -> None:
-    """Write the stored transitions and counters of ``buffer`` (:func:`compact_replay_buffer`)
-    to the HDF5 file ``path``, with the library's buffer format (read without unpickling).
+    """Write ``buffer`` to the HDF5 file ``path`` (:meth:`~tianshou.data.ReplayBuffer.save_hdf5`:
+    its stored transitions, counters and sampling random generator, read without unpickling).
 
     The file is written aside first and then moved into place, so that a process killed while
     writing leaves the previous file intact.
     """
     tmp_path = path + ".tmp"
-    compact_replay_buffer(buffer).save_hdf5(tmp_path)
+    buffer.save_hdf5(tmp_path)
     os.replace(tmp_path, path)
 
 
-def load_replay_buffer(buffer: VectorReplayBuffer, path: str) -> None:
-    """Fill the empty ``buffer`` with what :func:`save_replay_buffer` wrote to ``path``.
+def load_replay_buffer(path: str, buffer_size: int, num_envs: int) -> VectorReplayBuffer:
+    """Read the buffer :func:`save_replay_buffer` wrote to ``path``, checking that it is the
+    buffer of a run with ``--buffer-size`` ``buffer_size`` and ``num_envs`` training envs.
 
-    The transitions go back to the rows they were in and the counters and the sampling random
+    The transitions are in the rows they were in and the counters and the sampling random
     generator are restored, so adding and sampling go on as if the run had not been interrupted.
 
     :raises BufferFileError: naming ``path`` if the file is unreadable, truncated or corrupted.
-    :raises ValueError: if ``buffer`` has another number of sub-buffers, other options, or
-        sub-buffers too small for the saved transitions (the run was resumed with another
-        ``--buffer-size`` or ``--num-train-envs``).
+    :raises ValueError: if the saved buffer has another size or number of sub-buffers (the run
+        is resumed with another ``--buffer-size`` or ``--num-train-envs``).
     """
-    if len(buffer):
+    buffer = VectorReplayBuffer.load_hdf5(path)
+    if buffer.maxsize != buffer_size or buffer.buffer_num != num_envs:
         raise ValueError(
-            f"load {path!r} into an empty buffer, not one of {len(buffer)} transitions"
+            f"{path!r} holds a buffer of {buffer.maxsize} slots in {buffer.buffer_num} "
+            f"sub-buffers, but this run's is of {buffer_size} slots for {num_envs} training "
+            "envs; resume with the buffer size and number of training envs of the saved run"
         )
-    saved = ReplayBufferManager.load_hdf5(path)
-    maxsizes = buffer.subbuffer_edges[1:] - buffer.subbuffer_edges[:-1]
-    saved_sizes = saved.subbuffer_edges[1:] - saved.subbuffer_edges[:-1]
-    lengths = np.asarray([len(sub) for sub in saved.buffers])
-    # a saved sub-buffer smaller than this one must have a free slot, i.e. it never wrapped
-    fits = saved.buffer_num == buffer.buffer_num and bool(
-        np.all((saved_sizes == maxsizes) | ((lengths < saved_sizes) & (saved_sizes <= maxsizes)))
-    )
-    if not fits or saved.options != buffer.options:
-        raise ValueError(
-            f"{path!r} holds {saved.buffer_num} sub-buffers with {lengths.tolist()} transitions "
-            f"(options {saved.options}), which do not fit a buffer of {buffer.buffer_num} "
-            f"sub-buffers of {maxsizes.tolist()} slots (options {buffer.options}); resume with "
-            "the buffer size and number of training envs of the saved run"
-        )
-    stored = saved._meta
-    if not stored.is_empty():
-        storage = cast(
-            Batch,
-            stored.apply_values_transform(
-                lambda column: np.zeros((buffer.maxsize, *column.shape[1:]), dtype=column.dtype)
-            ),
-        )
-        starts = zip(
-            buffer.subbuffer_edges[:-1], saved.subbuffer_edges[:-1], saved_sizes, strict=True
-        )
-        for start, saved_start, size in starts:
-            storage[start : start + size] = stored[saved_start : saved_start + size]
-        buffer.set_batch(storage)
-    if buffer._rew_shape != saved._rew_shape:
-        buffer._set_reward_shape(saved._rew_shape)
-    buffer._istate[:] = saved._istate
-    buffer._ep_ret[:] = saved._ep_ret
-    buffer._random_state.set_state(saved._random_state.get_state())
+    return buffer
 
 
 def checkpoint_saver(

@@ -117,14 +117,16 @@ def train_off_policy(
 
     ``args`` needs, besides the common options, ``start_timesteps`` and ``update_per_step``.
     """
-    buffer = VectorReplayBuffer(args.buffer_size, len(train_envs))
-    train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
-    train_collector.reset()
-    buffer_path = replay_buffer_path(args.resume_path) if args.resume_path else None
-    if buffer_path is not None and os.path.exists(buffer_path):
-        load_replay_buffer(buffer, buffer_path)
+    buffer_path = replay_buffer_path(args.resume_path) if args.resume_path else ""
+    resumed = os.path.exists(buffer_path)
+    if resumed:
+        buffer = load_replay_buffer(buffer_path, args.buffer_size, len(train_envs))
         print(f"loaded {len(buffer)} transitions from {buffer_path}: no random warm-up")
     else:
+        buffer = VectorReplayBuffer(args.buffer_size, len(train_envs))
+    train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
+    train_collector.reset(reset_buffer=False)
+    if not resumed:
         if args.resume_path:
             print(
                 f"no replay buffer beside {args.resume_path}: collecting the "

@@ -26,6 +26,7 @@ from tianshou.data import (
     VectorReplayBuffer,
     to_hdf5,
 )
+from tianshou.data.buffer._state import stored_rows
 from tianshou.data.buffer.buffer_base import BufferFileError, MalformedBufferError
 from tianshou.data.utils.segtree import SegmentTree
 
@@ -115,11 +116,21 @@ FACTORIES: dict[str, Callable[[], ReplayBuffer]] = {
 NEEDS_PICKLE = {"her", "her_vector"}  # the reward function can only be stored pickled
 
 
+def stored_state(buf: ReplayBuffer) -> dict[str, Any]:
+    """``buf``'s state with the storage cut to the rows holding transitions: files keep those
+    only (a cached buffer's emptied episode caches still hold stale rows in memory)."""
+    state = buf.__getstate__()
+    if not state["_meta"].is_empty():  # a manager's sub-buffers are pickled without storage
+        state["_meta"] = state["_meta"][stored_rows(state)]
+    return state
+
+
 def assert_same(a: Any, b: Any, where: str = "state") -> None:
-    """Recursive exact equality of buffer states (arrays, generators, trees, sub-buffers)."""
+    """Recursive exact equality of buffer states (arrays, generators, trees, sub-buffers; the
+    storage's rows that hold transitions)."""
     assert type(a) is type(b), where
     if isinstance(a, ReplayBuffer):
-        assert_same(a.__getstate__(), b.__getstate__(), where)
+        assert_same(stored_state(a), stored_state(b), where)
     elif isinstance(a, dict):
         assert list(a) == list(b) or set(a) == set(b), where
         for key in a:
@@ -164,6 +175,42 @@ def test_round_trip_is_exact(kind: str, tmp_path: Path) -> None:
         fill(copy, 3, env_num=env_num, goals=kind in NEEDS_PICKLE)
     assert_same(loaded, buf)
     assert np.array_equal(loaded.sample_indices(16), buf.sample_indices(16))
+
+
+def test_a_buffer_not_yet_full_is_written_with_its_stored_rows_only(tmp_path: Path) -> None:
+    buf = VectorReplayBuffer(100_000, 2)  # two sub-buffers of 50,000 slots
+    fill(buf, 300, env_num=2)
+    path = save(buf, tmp_path)
+    with h5py.File(path, "r") as f:
+        assert f.attrs["__stored_rows_only__"]
+        assert f["_meta/obs"].shape[0] == len(buf) == 600
+    assert Path(path).stat().st_size < 200_000  # a full-size obs column alone is 800 kB
+    loaded = VectorReplayBuffer.load_hdf5(path)
+    assert loaded.maxsize == buf.maxsize
+    assert_same(loaded, buf)
+    rows = loaded.sample_indices(0)
+    assert np.array_equal(rows, buf.sample_indices(0)) and loaded[rows] == buf[rows]
+    unstored = np.setdiff1d(np.arange(loaded.maxsize), rows)
+    assert not loaded._meta.obs[unstored].any()  # zeros, as in a new buffer
+    more = Batch(obs=np.full((1, 2), 9.0, dtype=np.float32), act=[1], rew=[1.0],
+                 terminated=[True], truncated=[False], obs_next=np.ones((1, 2)))  # fmt: skip
+    for copy in (buf, loaded):  # sub-buffer 0 gets one more transition, at its next slot
+        copy.add(more, buffer_ids=[0])
+    assert np.all(loaded.obs[300] == 9) and np.array_equal(loaded._istate, buf._istate)
+
+
+def test_stored_rows_must_match_the_counters(tmp_path: Path) -> None:
+    buf = prioritized()  # 7 of 9 slots stored
+    path = save(buf, tmp_path)
+    istate = buf._istate.copy()
+    istate[1, 0] = 5
+    rewrite(path, "_istate", istate)
+    with pytest.raises(BufferFileError, match=r"buf\.hdf5.*stores 7 rows, but its counters say 5"):
+        PrioritizedReplayBuffer.load_hdf5(path)
+    path = save(buf, tmp_path)
+    rewrite(path, "_offset", np.array([4]))
+    with pytest.raises(BufferFileError, match="point outside a storage of 9 rows"):
+        PrioritizedReplayBuffer.load_hdf5(path)
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "lzf"])

@@ -253,6 +253,38 @@ def _check_counters(
         raise MalformedBufferError(f"negative episode length in {istate[K.EP_LEN].tolist()}")
 
 
+def stored_rows(state: dict[str, Any]) -> np.ndarray:
+    """Rows of a buffer state's storage that hold transitions, in storage order: the first
+    ``size`` rows of each (sub-)buffer, which is where a (sub-)buffer keeps its transitions until
+    it wraps around, and all of its rows after.
+
+    :raises MalformedBufferError: if the counters and offsets are missing or point outside the
+        storage (the rows are used to place data, so they are checked before any other use).
+    """
+    try:
+        maxsize = int(state["maxsize"])
+        istate = np.asarray(state["_istate"], dtype=np.int64)
+        offsets = np.asarray(state["_offset"], dtype=np.int64).reshape(-1)
+    except (KeyError, TypeError, ValueError) as err:
+        raise MalformedBufferError(f"missing or invalid buffer counters: {err}") from err
+    sizes = istate[K.SIZE] if istate.ndim == 2 and len(istate) == K.N_STATE_ROWS else None
+    if (
+        sizes is None
+        or offsets.shape != sizes.shape
+        or np.any(sizes < 0)
+        or np.any(offsets < 0)
+        or np.any(offsets + sizes > maxsize)
+    ):
+        raise MalformedBufferError(
+            f"the counters (shape {istate.shape}) and sub-buffer offsets {offsets.tolist()} "
+            f"point outside a storage of {maxsize} rows",
+        )
+    ranges = [
+        start + np.arange(size, dtype=np.int64) for start, size in zip(offsets, sizes, strict=True)
+    ]
+    return np.concatenate(ranges) if ranges else np.zeros(0, dtype=np.int64)
+
+
 def _upgrade_legacy(state: dict[str, Any]) -> None:
     """Convert plain counter attributes (published layout) into ``_istate``/``_ep_ret``."""
     state.pop("_indices", None)

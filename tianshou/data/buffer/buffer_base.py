@@ -659,8 +659,12 @@ class ReplayBuffer(BufferStateMixin):
         """Write the whole buffer (data, counters, options, random generator) to an HDF5 file.
 
         Numeric data and the buffer's own metadata are stored as plain HDF5 datasets and
-        attributes with checksums; object arrays (e.g. strings in ``info``) and callables are
-        pickled, and loading such a file then needs ``allow_pickle=True``.
+        attributes with checksums, and object arrays of plain Python values (strings, None,
+        numbers) as JSON texts; other objects and callables are pickled, and loading such a file
+        then needs ``allow_pickle=True``. A buffer that is not full is written with its stored
+        transitions only (a run's million-slot buffer holding a tenth of that takes a tenth of
+        the space); :meth:`load_hdf5` puts them back in their rows, so the loaded buffer samples
+        and adds as this one would.
 
         :param path: file to create (overwritten if it exists).
         :param compression: HDF5 filter for the data arrays, e.g. ``"gzip"`` or ``"lzf"``.
