@@ -15,9 +15,13 @@ and prints one JSON line per comparison:
   ``SubprocVecEnv``), observations normalised on both sides, no evaluation episodes; target:
   ours at least 1.5x their env steps per second.
 
+With ``--compiled``, ours is also timed with the compiled update (``Algorithm.compile_update``):
+``compiled_speedup`` in each line, the update's compile seconds as ``compile_s``, and the end to
+end run's wall seconds (compilation included) as ``compiled_wall_s``.
+
 Both sides use one torch thread.
 
-    python -m benchmark.peers.compare_sb3 [--cases update e2e] [--rounds 2]
+    python -m benchmark.peers.compare_sb3 [--cases update e2e] [--rounds 2] [--compiled]
 """
 
 import argparse
@@ -54,26 +58,40 @@ def sb3(*args: str) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def our_update_seconds() -> float:
-    """Best CPU seconds per library update at the MuJoCo example's configuration."""
-    config = PPOConfig()
-    library = library_ppo(config)
-    data = random_transitions(ROLLOUT_SIZE, HOPPER_OBS, HOPPER_ACT, discrete=False)
-    buffer = ReplayBuffer.from_data(**data)
-    return seconds_per_call(
-        lambda: library_update(library, buffer, config.batch_size, config.repeat),
-        min_time=1.0,
-        repeat=3,
-        clock=time.process_time,
-    )
+class OurUpdate:
+    """Our PPO at the MuJoCo example's configuration with a filled rollout buffer, eager or with
+    the compiled update (compiled by the first update, whose wall seconds are kept)."""
+
+    def __init__(self, compiled: bool) -> None:
+        self.config = PPOConfig()
+        self.library = library_ppo(self.config)
+        data = random_transitions(ROLLOUT_SIZE, HOPPER_OBS, HOPPER_ACT, discrete=False)
+        self.buffer = ReplayBuffer.from_data(**data)
+        self.compile_s = 0.0
+        if compiled:
+            self.library.compile_update()
+            start = time.perf_counter()
+            self.update()
+            self.compile_s = time.perf_counter() - start
+
+    def update(self) -> None:
+        library_update(self.library, self.buffer, self.config.batch_size, self.config.repeat)
+
+    def seconds(self) -> float:
+        """Best CPU seconds per update."""
+        return seconds_per_call(self.update, min_time=1.0, repeat=3, clock=time.process_time)
 
 
-def compare_updates(rounds: int) -> dict[str, Any]:
-    ours = theirs = float("inf")
-    for _ in range(rounds):  # alternate, so drifting machine load hits both alike
+def compare_updates(rounds: int, compiled: bool) -> dict[str, Any]:
+    eager = OurUpdate(compiled=False)
+    fast = OurUpdate(compiled=True) if compiled else None
+    ours = theirs = ours_compiled = float("inf")
+    for _ in range(rounds):  # alternate, so drifting machine load hits all sides alike
         theirs = min(theirs, sb3("update")["s_per_update"])
-        ours = min(ours, our_update_seconds())
-    return {
+        ours = min(ours, eager.seconds())
+        if fast is not None:
+            ours_compiled = min(ours_compiled, fast.seconds())
+    row: dict[str, Any] = {
         "bench": "ppo_update_vs_sb3",
         "s_per_update": ours,
         "sb3_s_per_update": theirs,
@@ -81,10 +99,20 @@ def compare_updates(rounds: int) -> dict[str, Any]:
         "target_speedup": 1.2,
         "clock": "cpu",
     }
+    if fast is not None:
+        row |= {
+            "compiled_s_per_update": ours_compiled,
+            "compiled_speedup": theirs / ours_compiled,
+            "compile_s": fast.compile_s,
+        }
+    return row
 
 
-def our_hopper_run(steps_per_epoch: int, seed: int = 0) -> tuple[float, int, str]:
-    """Wall seconds and env steps of our PPO training on Hopper-v5, and the env backend."""
+def our_hopper_run(
+    steps_per_epoch: int, compiled: bool = False, seed: int = 0
+) -> tuple[float, int, str]:
+    """Wall seconds (compilation included) and env steps of our PPO training on Hopper-v5, and
+    the env backend."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     raw = make_envpool_env("Hopper-v5", NUM_ENVS, seed=seed)
@@ -93,6 +121,8 @@ def our_hopper_run(steps_per_epoch: int, seed: int = 0) -> tuple[float, int, str
     updates = EPOCHS * -(-steps_per_epoch // ROLLOUT_SIZE)
     config = PPOConfig(lr_decay_updates=updates)
     algorithm = library_ppo(config)
+    if compiled:
+        algorithm.compile_update()
     collector = Collector[CollectStats](
         algorithm, envs, VectorReplayBuffer(2 * ROLLOUT_SIZE, NUM_ENVS), exploration_noise=True
     )
@@ -116,12 +146,12 @@ def our_hopper_run(steps_per_epoch: int, seed: int = 0) -> tuple[float, int, str
     return wall, result.train_step, backend
 
 
-def compare_end_to_end(steps: int) -> dict[str, Any]:
+def compare_end_to_end(steps: int, compiled: bool) -> dict[str, Any]:
     runs = {vec: sb3("e2e", "--vec", vec, "--steps", str(steps)) for vec in ("dummy", "subproc")}
     fastest = min(runs.values(), key=lambda run: run["wall_s"] / run["env_steps"])
     wall, env_steps, backend = our_hopper_run(-(-steps // EPOCHS))
     ours_rate, theirs_rate = env_steps / wall, fastest["env_steps"] / fastest["wall_s"]
-    return {
+    row = {
         "bench": "ppo_hopper_100k_vs_sb3",
         "wall_s": wall,
         "env_steps": env_steps,
@@ -133,6 +163,10 @@ def compare_end_to_end(steps: int) -> dict[str, Any]:
         "speedup": ours_rate / theirs_rate,
         "target_speedup": 1.5,
     }
+    if compiled:
+        wall, env_steps, _ = our_hopper_run(-(-steps // EPOCHS), compiled=True)
+        row |= {"compiled_wall_s": wall, "compiled_speedup": env_steps / wall / theirs_rate}
+    return row
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -140,13 +174,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cases", nargs="*", choices=["update", "e2e"], default=["update", "e2e"])
     parser.add_argument("--rounds", type=int, default=2, help="alternating update rounds")
     parser.add_argument("--steps", type=int, default=100_000, help="env steps end to end")
+    parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="also time ours with the compiled update (Algorithm.compile_update)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     retain_freed_host_memory()
     if "update" in args.cases:
-        emit(compare_updates(args.rounds))
+        emit(compare_updates(args.rounds, args.compiled))
     if "e2e" in args.cases:
-        emit(compare_end_to_end(args.steps))
+        emit(compare_end_to_end(args.steps, args.compiled))
 
 
 if __name__ == "__main__":
