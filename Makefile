@@ -26,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check tianshou test benchmark examples conftest.py
 
 typecheck: $(STAMP)
-	$(BIN)/mypy tianshou
+	$(BIN)/mypy tianshou examples
 
 unit: $(STAMP) docs-deps
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --cov=tianshou --cov-report=term:skip-covered

@@ -37,6 +37,7 @@ from tianshou.utils.statistics import RunningMeanStd
 from examples.mujoco.mujoco_env import make_mujoco_env
 from examples.mujoco.mujoco_ppo import build_ppo
 from examples.mujoco.mujoco_ppo import get_args as get_ppo_args
+from examples.mujoco.persistence import array_obs_rms
 from examples.mujoco.video import record_video, select_offscreen_rendering
 
 # PPO for a budget of about 500k env steps: rollouts of 1024 steps over 8 envs and minibatches
@@ -119,7 +120,7 @@ class BestPolicy:
     def save(self, algorithm: torch.nn.Module) -> None:
         self._state = copy.deepcopy(algorithm.state_dict())
         if isinstance(self._train_envs, VectorEnvNormObs):
-            self.obs_rms = copy.deepcopy(self._train_envs.get_obs_rms())
+            self.obs_rms = copy.deepcopy(array_obs_rms(self._train_envs))
         self.env_step = self._curve.points[-1][0]
 
     def restore(self, algorithm: torch.nn.Module, test_envs: BaseVectorEnv) -> None:

@@ -26,7 +26,7 @@ from tianshou.highlevel.env import (
 )
 from tianshou.utils.statistics import RunningMeanStd
 
-from examples.mujoco.persistence import MujocoEnvObsRmsPersistence
+from examples.mujoco.persistence import MujocoEnvObsRmsPersistence, array_obs_rms
 
 VectorBackend = Literal["auto", "dummy", "subproc", "envpool"]
 
@@ -142,9 +142,10 @@ class MujocoEnvFactory(EnvFactoryRegistered):
         if self.obs_norm:
             training_envs = VectorEnvNormObs(envs.training_envs)
             envs.training_envs = training_envs
-            envs.test_envs = _frozen_obs_norm(envs.test_envs, training_envs.get_obs_rms())
+            obs_rms = array_obs_rms(training_envs)
+            envs.test_envs = _frozen_obs_norm(envs.test_envs, obs_rms)
             if envs.watch_env is not None:
-                envs.watch_env = _frozen_obs_norm(envs.watch_env, training_envs.get_obs_rms())
+                envs.watch_env = _frozen_obs_norm(envs.watch_env, obs_rms)
             envs.set_persistence(MujocoEnvObsRmsPersistence())
         return envs
 

@@ -31,6 +31,15 @@ CHECKPOINT_DIR = "checkpoint"
 BUFFER_FILE = "buffer.hdf5"
 
 
+def array_obs_rms(envs: VectorEnvNormObs) -> RunningMeanStd:
+    """The observation statistics of ``envs``, which normalise MuJoCo's array observations
+    (one :class:`RunningMeanStd`, not the per-key statistics of dict observations)."""
+    obs_rms = envs.get_obs_rms()
+    if not isinstance(obs_rms, RunningMeanStd):
+        raise TypeError(f"expected statistics of array observations, got {type(obs_rms).__name__}")
+    return obs_rms
+
+
 def save_obs_rms(obs_rms: RunningMeanStd, path: str) -> None:
     """Write observation statistics as plain arrays (``.npz``; loading them runs no code)."""
     np.savez(
@@ -60,7 +69,7 @@ def save_algorithm(algorithm: Algorithm, train_envs: BaseVectorEnv, log_path: st
     """Save the algorithm's state (networks and optimisers) and, if used, the observation stats."""
     torch.save(algorithm.state_dict(), os.path.join(log_path, POLICY_FILE))
     if isinstance(train_envs, VectorEnvNormObs):
-        save_obs_rms(train_envs.get_obs_rms(), os.path.join(log_path, OBS_RMS_FILE))
+        save_obs_rms(array_obs_rms(train_envs), os.path.join(log_path, OBS_RMS_FILE))
 
 
 def load_algorithm(
@@ -179,7 +188,7 @@ class MujocoEnvObsRmsPersistence(Persistence):
             )
         path = world.persist_path(self.FILENAME)
         tmp_path = path[: -len(".npz")] + ".tmp.npz"  # np.savez keeps a .npz suffix as is
-        save_obs_rms(training_envs.get_obs_rms(), tmp_path)
+        save_obs_rms(array_obs_rms(training_envs), tmp_path)
         os.replace(tmp_path, path)
 
     def restore(self, event: RestoreEvent, world: World) -> None:

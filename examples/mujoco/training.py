@@ -21,6 +21,7 @@ from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
 from examples.mujoco.mujoco_env import make_mujoco_env
 from examples.mujoco.persistence import (
+    array_obs_rms,
     checkpoint_saver,
     load_algorithm,
     load_replay_buffer,
@@ -83,7 +84,7 @@ def run_experiment(
         if args.watch:
             if not window:
                 obs_rms = (
-                    test_envs.get_obs_rms() if isinstance(test_envs, VectorEnvNormObs) else None
+                    array_obs_rms(test_envs) if isinstance(test_envs, VectorEnvNormObs) else None
                 )
                 video = os.path.join(log_path, "watch.mp4")
                 video = record_video(algorithm, args.task, video, args.seed, obs_rms)

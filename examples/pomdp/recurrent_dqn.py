@@ -8,6 +8,8 @@ Stored hidden states, replayed sequences with a burn-in, n-step double-Q targets
 import argparse
 from collections.abc import Sequence
 
+from gymnasium.spaces.utils import flatdim
+
 from tianshou.algorithm.modelfree.recurrent_dqn import RecurrentDQN, RecurrentQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
@@ -40,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> float:
     training_envs, test_envs = seeded_envs(args, cartpole_without_velocities)
     env = cartpole_without_velocities()
     model = RecurrentQNet(
-        env.observation_space.shape[0], int(env.action_space.n), args.hidden_size, cell=args.cell
+        flatdim(env.observation_space), flatdim(env.action_space), args.hidden_size, cell=args.cell
     )
     policy = RecurrentQLearningPolicy(
         model=model, action_space=env.action_space, eps_training=args.eps_train

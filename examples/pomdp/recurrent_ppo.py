@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Sequence
 
 import torch
+from gymnasium.spaces.utils import flatdim
 from torch.distributions import Categorical
 
 from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolicy, RecurrentPPO
@@ -40,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> float:
     args = get_args(argv)
     training_envs, test_envs = seeded_envs(args, cartpole_without_velocities)
     env = cartpole_without_velocities()
-    obs_dim, action_num = env.observation_space.shape[0], int(env.action_space.n)
+    obs_dim, action_num = flatdim(env.observation_space), flatdim(env.action_space)
     policy = RecurrentActorCriticPolicy(
         actor=RecurrentDiscreteActor(obs_dim, action_num, args.hidden_size, cell=args.cell),
         critic=RecurrentValueNet(obs_dim, args.hidden_size, cell=args.cell),

@@ -9,6 +9,8 @@ angular velocity from the history.
 import argparse
 from collections.abc import Sequence
 
+from gymnasium.spaces.utils import flatdim
+
 from tianshou.algorithm.modelfree.recurrent_sac import RecurrentSAC, RecurrentSACPolicy
 from tianshou.algorithm.modelfree.sac import AutoAlpha
 from tianshou.algorithm.optim import AdamOptimizerFactory
@@ -41,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> float:
     args = get_args(argv)
     training_envs, test_envs = seeded_envs(args, pendulum_without_velocity)
     env = pendulum_without_velocity()
-    obs_dim, action_dim = env.observation_space.shape[0], env.action_space.shape[0]
+    obs_dim, action_dim = flatdim(env.observation_space), flatdim(env.action_space)
 
     def critic() -> RecurrentQCritic:
         return RecurrentQCritic(obs_dim, action_dim, args.hidden_size, cell=args.cell)
