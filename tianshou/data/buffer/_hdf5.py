@@ -15,10 +15,10 @@ full size, the other rows zero (None in object arrays) as in a new buffer. A tra
 a million slots holding a hundred thousand transitions thus takes a tenth of the space and time.
 
 Only values HDF5 has no type for are pickled: object arrays in the storage holding more than
-plain Python scalars (those are JSON texts), and callables such as HER's ``compute_reward_fn``. Loading those
-runs code chosen by whoever wrote the file, so it needs ``allow_pickle=True``. Files written by
-the published library (and by earlier versions of this one) pickle the random generator, so they
-load through the same opt-in.
+plain Python scalars (those are JSON texts), and callables such as HER's ``compute_reward_fn``.
+Loading those runs code chosen by whoever wrote the file, so it needs ``allow_pickle=True``.
+Files written by the published library (and by earlier versions of this one) pickle the random
+generator, so they load through the same opt-in.
 
 This module is a format on top of the buffer's state (:mod:`._state`): it writes what
 ``__getstate__`` returns and restores through ``__setstate__``, which also runs the consistency
@@ -26,6 +26,9 @@ check of every loader. It knows buffer classes only through that state protocol,
 none of them.
 """
 
+import contextlib
+import os
+import uuid
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
@@ -62,13 +65,19 @@ _LIBVER = ("v108", "v110")  # object headers with checksums, readable by HDF5 >=
 
 # ---------------------------------------------------------------------------------- writing
 def save_buffer(buffer: BufferStateMixin, path: str, compression: str | None) -> None:
-    """Write ``buffer``'s state to a new HDF5 file at ``path`` (see the module docstring)."""
+    """Write ``buffer``'s state to a new HDF5 file at ``path`` (see the module docstring).
+
+    The file is written beside ``path`` under a temporary name and then renamed to ``path``, so
+    a process killed or an error raised while writing leaves any previous file at ``path``
+    intact (and a failed write removes its temporary file).
+    """
     import h5py
 
+    tmp_path = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     config = h5py.get_config()
     track_order, config.track_order = config.track_order, True  # keep the key order on load
     try:
-        with h5py.File(path, "w", libver=_LIBVER) as f:
+        with h5py.File(tmp_path, "w", libver=_LIBVER) as f:
             f.attrs[_FORMAT] = FORMAT_VERSION
             f.attrs[_CLASS] = type(buffer).__qualname__
             state = buffer.__getstate__()
@@ -77,6 +86,11 @@ def save_buffer(buffer: BufferStateMixin, path: str, compression: str | None) ->
                 f.attrs[_STORED_ROWS_ONLY] = True
                 state["_meta"] = state["_meta"][rows]
             _write_state(f, state, compression)
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp_path)
+        raise
     finally:
         config.track_order = track_order
 
