@@ -373,6 +373,45 @@ def test_state_dict_round_trip_restores_parameters_and_optimizer_state() -> None
         assert torch.equal(src_adam[key]["exp_avg"], tgt_adam[key]["exp_avg"])
 
 
+def test_a_checkpoint_restores_the_learning_rate_schedule_where_it_was() -> None:
+    def algorithm() -> ToyOffPolicy:
+        factory = AdamOptimizerFactory(lr=0.1).with_lr_scheduler_factory(
+            LRSchedulerFactoryLinear(
+                max_epochs=2, epoch_num_steps=3, collection_step_num_env_steps=2
+            )
+        )
+        return ToyOffPolicy(QPolicy(), optim=factory)
+
+    def lrs_of_updates(algo: ToyOffPolicy, n: int) -> list[float]:
+        lrs = []
+        with policy_within_training_step(algo.policy):
+            for _ in range(n):
+                algo.update(buf, sample_size=2)
+                lrs.append(algo.optim.torch_optimizer.param_groups[0]["lr"])
+        return lrs
+
+    buf = _filled(ReplayBuffer(16))
+    source = algorithm()
+    assert lrs_of_updates(source, 2) == pytest.approx([0.075, 0.05])
+    stream = io.BytesIO()
+    torch.save(source.state_dict(), stream)  # plain data: loads with weights_only
+    stream.seek(0)
+    resumed = algorithm()
+    resumed.load_state_dict(torch.load(stream, weights_only=True))
+    assert resumed.optim.torch_optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
+    # the decay goes on from the third of its four steps instead of starting over
+    assert lrs_of_updates(resumed, 3) == pytest.approx([0.025, 0.0, 0.0])
+
+    # a state without the scheduler entry (the published layout) still loads
+    state = source.state_dict()
+    state["_optimizers"] = [
+        {k: v for k, v in optim.items() if k != "lr_scheduler"} for optim in state["_optimizers"]
+    ]
+    legacy = algorithm()
+    legacy.load_state_dict(state)
+    assert legacy.optim.torch_optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
 def test_state_dict_without_optimizers_is_rejected_untouched() -> None:
     algo = ToyOffPolicy(QPolicy())
     state = nn.Module.state_dict(ToyOffPolicy(QPolicy()))

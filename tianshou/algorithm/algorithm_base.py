@@ -65,6 +65,9 @@ TTrainerParams = TypeVar("TTrainerParams", bound="TrainerParams")
 OPTIMIZERS_STATE_KEY = "_optimizers"
 """The ``Algorithm.state_dict()`` entry holding the optimizers' states."""
 
+LR_SCHEDULER_STATE_KEY = "lr_scheduler"
+"""The entry of an optimizer's state (in ``"_optimizers"``) holding its scheduler's state."""
+
 
 class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
     """How a policy learns: owns the policy, the other trained networks and their optimizers.
@@ -104,6 +107,7 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
                 else "[" + ", ".join(type(m).__name__ for m in module) + "]"
             )
             self._context = f"the optimizer of {name}"
+            self._lr_scheduler: LRScheduler | None = None  # set by Algorithm._create_optimizer
 
         @property
         def torch_optimizer(self) -> torch.optim.Optimizer:
@@ -149,10 +153,22 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             self._optim.step()
 
         def state_dict(self) -> dict[str, Any]:
-            return self._optim.state_dict()
+            """The torch optimizer's state and, under ``"lr_scheduler"``, the state of the
+            learning-rate scheduler created with it, so that a resumed run goes on with the
+            schedule where it was (a fresh scheduler would start the decay over)."""
+            state = self._optim.state_dict()
+            if self._lr_scheduler is not None:
+                state[LR_SCHEDULER_STATE_KEY] = self._lr_scheduler.state_dict()
+            return state
 
         def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-            self._optim.load_state_dict(state_dict)
+            """Restore :meth:`state_dict`; a state without a scheduler entry (from before
+            schedulers were saved, or from the published library) leaves the scheduler as is."""
+            state = dict(state_dict)
+            scheduler_state = state.pop(LR_SCHEDULER_STATE_KEY, None)
+            self._optim.load_state_dict(state)
+            if self._lr_scheduler is not None and scheduler_state is not None:
+                self._lr_scheduler.load_state_dict(scheduler_state)
 
     def __init__(self, *, policy: TPolicy) -> None:
         super().__init__()
@@ -172,13 +188,15 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
 
         :param module: a module, or a list of modules and/or parameters to train together.
         :param factory: creates the torch optimizer and, optionally, an LR scheduler, which is
-            added to :attr:`lr_schedulers` and stepped once per :meth:`update`.
+            added to :attr:`lr_schedulers`, stepped once per :meth:`update`, and checkpointed
+            with the optimizer.
         :param max_grad_norm: clip the gradient norm to this value before each step.
         """
         optimizer, lr_scheduler = factory.create_instances(module)
         if lr_scheduler is not None:
             self.lr_schedulers.append(lr_scheduler)
         wrapped = Algorithm.Optimizer(optimizer, module, max_grad_norm=max_grad_norm)
+        wrapped._lr_scheduler = lr_scheduler
         self._optimizers.append(wrapped)
         return wrapped
 
