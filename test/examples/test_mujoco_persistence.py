@@ -13,6 +13,7 @@ import torch
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Batch, Collector, InfoStats, VectorReplayBuffer
+from tianshou.data.buffer._state import stored_rows as stored_rows_of_state
 from tianshou.data.buffer.buffer_base import BufferFileError
 
 from examples.mujoco import persistence
@@ -57,11 +58,8 @@ def filled(buffer_size: int, added: list[int]) -> VectorReplayBuffer:
 
 
 def stored_rows(buffer: VectorReplayBuffer) -> np.ndarray:
-    """Rows of ``buffer`` holding transitions, in storage order."""
-    starts = buffer.subbuffer_edges[:-1]
-    return np.concatenate(
-        [start + np.arange(len(sub)) for start, sub in zip(starts, buffer.buffers, strict=True)]
-    )
+    """Rows of ``buffer`` holding transitions, in storage order (the rows its files keep)."""
+    return stored_rows_of_state(buffer.__getstate__())
 
 
 def assert_same_buffer(actual: VectorReplayBuffer, expected: VectorReplayBuffer) -> None:
