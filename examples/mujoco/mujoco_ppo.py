@@ -2,8 +2,9 @@
 
 Schulman et al., "Proximal Policy Optimization Algorithms" (2017), with the implementation
 choices of Andrychowicz et al., "What Matters in On-Policy RL" (2020): 64x64 tanh networks with
-orthogonal initialisation, 2048 env steps per collection, 10 passes over them in minibatches of
-64, GAE(0.95), observation normalisation, return scaling, linear learning-rate decay.
+orthogonal initialisation, 64 envs collecting 2048 env steps per collection (the published
+benchmark's parallelism), 10 passes over them in minibatches of 64, GAE(0.95), observation
+normalisation, return scaling, linear learning-rate decay.
 
     python -m examples.mujoco.mujoco_ppo --task Hopper-v5 --seed 0
     python -m examples.mujoco.mujoco_ppo --watch --resume-path log/Hopper-v5/ppo/0/policy.pth
@@ -33,7 +34,7 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         collection_step_num_env_steps=2048,
         update_step_num_repetitions=10,
         batch_size=64,
-        num_train_envs=8,
+        num_train_envs=64,
     )
     parser.add_argument("--gae-lambda", type=float, default=0.95)
     parser.add_argument("--vf-coef", type=float, default=0.25, help="value loss weight")

@@ -38,7 +38,7 @@ def main(
     collection_step_num_env_steps: int = 2048,
     update_step_num_repetitions: int = 10,
     batch_size: int = 64,
-    num_training_envs: int = 8,
+    num_training_envs: int = 64,
     num_test_envs: int = 10,
     return_scaling: bool = True,
     vf_coef: float = 0.25,

@@ -1,7 +1,7 @@
 """REINFORCE (vanilla policy gradient) on a MuJoCo task, with the benchmark hyper-parameters.
 
 Williams, "Simple Statistical Gradient-Following Algorithms for Connectionist Reinforcement
-Learning" (1992): 16 envs collecting 2048 steps per update, one gradient step on all of them,
+Learning" (1992): 64 envs collecting 2048 steps per update, one gradient step on all of them,
 a 64x64 tanh Gaussian policy with tanh-bounded actions, Adam (lr 1e-3) with linear decay,
 standardised returns and observation normalisation.
 
@@ -26,7 +26,10 @@ from examples.mujoco.training import run_experiment, train_on_policy
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = on_policy_parser(
-        __doc__, collection_step_num_env_steps=2048, action_bound_method="tanh"
+        __doc__,
+        collection_step_num_env_steps=2048,
+        num_train_envs=64,
+        action_bound_method="tanh",
     )
     return parser.parse_args(argv)
 

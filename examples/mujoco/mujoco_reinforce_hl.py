@@ -42,7 +42,7 @@ def main(
     collection_step_num_env_steps: int = 2048,
     update_step_num_repetitions: int = 1,
     batch_size: int | None = None,
-    num_training_envs: int = 16,
+    num_training_envs: int = 64,
     num_test_envs: int = 10,
     return_scaling: bool = True,
     lr_decay: bool = True,
