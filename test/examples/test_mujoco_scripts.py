@@ -274,7 +274,12 @@ def test_script_defaults_are_the_benchmark_ones(algo: str) -> None:
             "rmsprop_eps": 1e-5,
             "num_train_envs": 16,
         },
-        "ppo": {"lr": 3e-4, "collection_step_num_env_steps": 2048, "num_train_envs": 64},
+        "ppo": {
+            "lr": 3e-4,
+            "collection_step_num_env_steps": 2048,
+            "eps_clip": 0.2,
+            "num_train_envs": 64,
+        },
         "npg": {
             "collection_step_num_env_steps": 1024,
             "optim_critic_iters": 20,
