@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmark.collect
 	$(BIN)/python -m benchmark.train
 	$(BIN)/python -m benchmark.train_small
+	$(BIN)/python -m benchmark.train_compiled
 	$(BIN)/python -m benchmark.update_rate_qlearning
 	$(BIN)/python -m benchmark.update_rate_policy
 	$(BIN)/python -m benchmark.update_rate_bcq
