@@ -35,6 +35,12 @@ from tianshou.algorithm._policy import (
     RandomActionPolicy,
 )
 from tianshou.algorithm._returns import episode_mc_return_to_go
+from tianshou.algorithm._running_stats_state import (
+    RUNNING_STATS_STATE_KEY,
+    load_running_stats_state,
+    pop_running_stats_state,
+    running_stats_state,
+)
 from tianshou.algorithm._training_stats import TrainingStats, TrainingStatsWrapper
 from tianshou.algorithm._update_helpers import finite_loss_values
 from tianshou.algorithm.compiled_update import CompileMode, UpdateCompiler
@@ -258,11 +264,15 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
     def state_dict(  # type: ignore[override]
         self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
     ) -> dict[str, Any]:
-        """The module's state plus, under ``"_optimizers"``, the states of its optimizers."""
+        """The module's state plus, under ``"_optimizers"``, the states of its optimizers and,
+        under ``"_running_stats.<attribute>.<field>"`` (tensors; only where there are any), its
+        running statistics (e.g. those of return scaling), so that a resumed run continues with
+        them."""
         result = super().state_dict(
             *args, destination=destination, prefix=prefix, keep_vars=keep_vars
         )
         result[prefix + OPTIMIZERS_STATE_KEY] = [o.state_dict() for o in self._optimizers]
+        result.update(running_stats_state(self, prefix))
         return result
 
     def load_state_dict(
@@ -272,18 +282,33 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
 
         Everything is validated before anything is changed, so a checkpoint of another
         algorithm (or one saved without optimizer states) fails with a clear message and leaves
-        this algorithm untouched. ``state_dict`` itself is not modified.
+        this algorithm untouched. ``state_dict`` itself is not modified. A checkpoint without
+        running statistics (an older one, or the published library's) leaves them as they are.
 
         :raises RuntimeError: if ``"_optimizers"`` is missing, if the optimizers or their
-            parameter groups do not match, or (``strict``) if the module keys differ.
+            parameter groups do not match, if the running statistics do not, or (``strict``)
+            if the module keys differ.
         """
         state = dict(state_dict)
         optim_states = self._pop_optimizer_states(state)
+        stats_states = self._pop_running_stats_states(state)
         self._check_module_state(state, strict)
         result = super().load_state_dict(state, strict=strict, assign=assign)
         for optimizers, states in optim_states:
             for optim, optim_state in zip(optimizers, states, strict=True):
                 optim.load_state_dict(optim_state)
+        for module, stats_state in stats_states:
+            load_running_stats_state(module, stats_state)
+        return result
+
+    def _pop_running_stats_states(
+        self, state: dict[str, Any]
+    ) -> list[tuple["Algorithm", dict[str, dict[str, torch.Tensor]]]]:
+        result = []
+        for name, module in self.named_modules():
+            if isinstance(module, Algorithm):
+                prefix = f"{name}." if name else ""
+                result.append((module, pop_running_stats_state(module, state, prefix)))
         return result
 
     def _pop_optimizer_states(
@@ -306,7 +331,10 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
 
     def _check_module_state(self, state: dict[str, Any], strict: bool) -> None:
         own = {
-            k: v for k, v in super().state_dict().items() if not k.endswith(OPTIMIZERS_STATE_KEY)
+            k: v
+            for k, v in super().state_dict().items()
+            if not k.endswith(OPTIMIZERS_STATE_KEY)
+            and f".{RUNNING_STATS_STATE_KEY}." not in f".{k}"
         }
         problems = []
         if strict:

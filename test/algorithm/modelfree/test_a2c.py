@@ -1,5 +1,7 @@
 """Tests of the actor-critic base (values, GAE, return scaling) and of A2C's loss."""
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -119,6 +121,51 @@ def test_return_scaling_divides_by_running_std() -> None:
     scale = np.sqrt(raw.var() + 1e-8)
     np.testing.assert_allclose(second.returns.numpy(), raw / scale, rtol=1e-5)
     np.testing.assert_allclose(second.adv.numpy(), raw - v_s * scale, rtol=1e-4, atol=1e-5)
+
+
+def test_a_checkpoint_keeps_the_return_statistics() -> None:
+    # without them a resumed run's critic targets change scale at once
+    source = make_a2c(return_scaling=True)
+    buffer = episode_buffer([1.0, 2.0, 3.0, 4.0], terminated_at=[1, 3])
+    batch, indices = buffer.sample(0)
+    source._add_returns_and_advantages(batch, buffer, indices)
+    stream = io.BytesIO()
+    torch.save(source.state_dict(), stream)
+    stream.seek(0)
+    resumed = make_a2c(return_scaling=True)
+    resumed.load_state_dict(torch.load(stream, weights_only=True))  # tensors only
+    assert resumed.ret_rms.count == source.ret_rms.count == 4
+    np.testing.assert_allclose(resumed.ret_rms.mean, source.ret_rms.mean)
+    np.testing.assert_allclose(resumed.ret_rms.var, source.ret_rms.var)
+    again = resumed._add_returns_and_advantages(batch, buffer, indices)
+    expected = source._add_returns_and_advantages(batch, buffer, indices)
+    np.testing.assert_allclose(again.returns.numpy(), expected.returns.numpy())
+
+
+def test_a_checkpoint_without_return_statistics_leaves_them_as_they_are() -> None:
+    # the published library's checkpoints and older ones have no such entry
+    state = make_a2c().state_dict()
+    assert sorted(k for k in state if k.startswith("_running_stats.")) == [
+        "_running_stats.ret_rms.count",
+        "_running_stats.ret_rms.mean",
+        "_running_stats.ret_rms.var",
+    ]
+    state = {k: v for k, v in state.items() if not k.startswith("_running_stats.")}
+    algorithm = make_a2c()
+    algorithm.ret_rms.update(np.array([1.0, 5.0]))
+    algorithm.load_state_dict(state)
+    assert algorithm.ret_rms.count == 2
+
+
+def test_running_statistics_of_another_algorithm_are_rejected_untouched() -> None:
+    state = make_a2c().state_dict()
+    state = {k: v + 1 if isinstance(v, torch.Tensor) else v for k, v in state.items()}
+    state["_running_stats.obs_rms.mean"] = torch.tensor(0.0)
+    algorithm = make_a2c()
+    before = [p.detach().clone() for p in algorithm.parameters()]
+    with pytest.raises(RuntimeError, match="obs_rms"):
+        algorithm.load_state_dict(state)
+    assert all(torch.equal(a, b) for a, b in zip(before, algorithm.parameters(), strict=True))
 
 
 def test_shared_parameters_are_optimized_once() -> None:
