@@ -282,6 +282,17 @@ class TestUpdate:
             if isinstance(value, torch.Tensor):
                 assert torch.equal(value, state[key]), key
 
+    def test_checkpoint_holds_the_wrapped_algorithm_s_running_statistics(self) -> None:
+        wrapper = wrap_ppo()
+        wrapper.wrapped_algorithm.ret_rms.update(np.array([1.0, 2.0, 6.0]))
+        state = wrapper.state_dict()
+        assert state["wrapped_algorithm._running_stats.ret_rms.count"].item() == 3
+        fresh = wrap_ppo()
+        fresh.load_state_dict(state)
+        restored = fresh.wrapped_algorithm.ret_rms
+        assert restored.count == 3
+        np.testing.assert_allclose(restored.var, np.var([1.0, 2.0, 6.0]))
+
 
 class TestBadInput:
     def test_continuous_action_space_is_rejected(self) -> None:
