@@ -22,6 +22,13 @@ from torch import nn
 from torch.optim.lr_scheduler import LRScheduler
 
 from tianshou.algorithm import _returns
+from tianshou.algorithm._checkpoint_extras import (
+    ExtraState,
+    extra_state,
+    is_extra_state_key,
+    load_extra_state,
+    pop_extra_state,
+)
 from tianshou.algorithm._lagged_mixins import (
     LaggedNetworkAlgorithmMixin,
     LaggedNetworkFullUpdateAlgorithmMixin,
@@ -35,12 +42,6 @@ from tianshou.algorithm._policy import (
     RandomActionPolicy,
 )
 from tianshou.algorithm._returns import episode_mc_return_to_go
-from tianshou.algorithm._running_stats_state import (
-    RUNNING_STATS_STATE_KEY,
-    load_running_stats_state,
-    pop_running_stats_state,
-    running_stats_state,
-)
 from tianshou.algorithm._training_stats import TrainingStats, TrainingStatsWrapper
 from tianshou.algorithm._update_helpers import finite_loss_values
 from tianshou.algorithm.compiled_update import CompileMode, UpdateCompiler
@@ -84,6 +85,10 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
 
     :param policy: the policy this algorithm trains.
     """
+
+    _checkpointed_counters: tuple[str, ...] = ()
+    """Names of integer attributes counting updates that :meth:`state_dict` saves (e.g. the count
+    that decides when a target network is copied), so that a resumed run keeps their phase."""
 
     class Optimizer:
         """A torch optimizer bound to the parameters it trains, with optional gradient clipping.
@@ -265,14 +270,15 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
     ) -> dict[str, Any]:
         """The module's state plus, under ``"_optimizers"``, the states of its optimizers and,
-        under ``"_running_stats.<attribute>.<field>"`` (tensors; only where there are any), its
-        running statistics (e.g. those of return scaling), so that a resumed run continues with
-        them."""
+        as tensors under ``"_running_stats.<attribute>.<field>"`` and ``"_counters.<attribute>"``
+        (only where there are any), its running statistics (e.g. those of return scaling) and
+        update counters (e.g. DQN's, which times the target network's copies), so that a
+        resumed run continues where it was."""
         result = super().state_dict(
             *args, destination=destination, prefix=prefix, keep_vars=keep_vars
         )
         result[prefix + OPTIMIZERS_STATE_KEY] = [o.state_dict() for o in self._optimizers]
-        result.update(running_stats_state(self, prefix))
+        result.update(extra_state(self, prefix))
         return result
 
     def load_state_dict(
@@ -283,32 +289,31 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         Everything is validated before anything is changed, so a checkpoint of another
         algorithm (or one saved without optimizer states) fails with a clear message and leaves
         this algorithm untouched. ``state_dict`` itself is not modified. A checkpoint without
-        running statistics (an older one, or the published library's) leaves them as they are.
+        running statistics or counters (an older one, or the published library's) leaves them
+        as they are.
 
         :raises RuntimeError: if ``"_optimizers"`` is missing, if the optimizers or their
-            parameter groups do not match, if the running statistics do not, or (``strict``)
-            if the module keys differ.
+            parameter groups do not match, if the running statistics or counters do not, or
+            (``strict``) if the module keys differ.
         """
         state = dict(state_dict)
         optim_states = self._pop_optimizer_states(state)
-        stats_states = self._pop_running_stats_states(state)
+        extras = self._pop_extra_states(state)
         self._check_module_state(state, strict)
         result = super().load_state_dict(state, strict=strict, assign=assign)
         for optimizers, states in optim_states:
             for optim, optim_state in zip(optimizers, states, strict=True):
                 optim.load_state_dict(optim_state)
-        for module, stats_state in stats_states:
-            load_running_stats_state(module, stats_state)
+        for module, extra in extras:
+            load_extra_state(module, extra)
         return result
 
-    def _pop_running_stats_states(
-        self, state: dict[str, Any]
-    ) -> list[tuple["Algorithm", dict[str, dict[str, torch.Tensor]]]]:
+    def _pop_extra_states(self, state: dict[str, Any]) -> list[tuple["Algorithm", ExtraState]]:
         result = []
         for name, module in self.named_modules():
             if isinstance(module, Algorithm):
                 prefix = f"{name}." if name else ""
-                result.append((module, pop_running_stats_state(module, state, prefix)))
+                result.append((module, pop_extra_state(module, state, prefix)))
         return result
 
     def _pop_optimizer_states(
@@ -333,8 +338,7 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         own = {
             k: v
             for k, v in super().state_dict().items()
-            if not k.endswith(OPTIMIZERS_STATE_KEY)
-            and f".{RUNNING_STATS_STATE_KEY}." not in f".{k}"
+            if not k.endswith(OPTIMIZERS_STATE_KEY) and not is_extra_state_key(k)
         }
         problems = []
         if strict:

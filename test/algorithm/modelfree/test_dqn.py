@@ -364,6 +364,37 @@ class TestUpdate:
         for a, b in zip(clone.parameters(), dqn.parameters(), strict=True):
             assert torch.equal(a, b)
 
+    def test_a_resumed_run_copies_the_target_network_when_it_was_due(self) -> None:
+        # copies happen before updates 1, 4, 7, ...; a checkpoint after update 2 must not
+        # make update 3 copy
+        buffer = filled_buffer()
+        dqn = make_dqn(target_update_freq=3)
+        for _ in range(2):
+            update(dqn, buffer, 4)
+        state = dqn.state_dict()
+        assert state["_counters._iter"].item() == 2
+        resumed = make_dqn(target_update_freq=3)
+        resumed.load_state_dict(state)
+        target_before = [p.detach().clone() for p in resumed.model_old.parameters()]
+        update(resumed, buffer, 4)
+        assert all(
+            torch.equal(a, b)
+            for a, b in zip(target_before, resumed.model_old.parameters(), strict=True)
+        )
+        # the next update is the third since the last copy: it copies before its step
+        model_before = [p.detach().clone() for p in resumed.policy.model.parameters()]
+        update(resumed, buffer, 4)
+        assert all(
+            torch.equal(a, b)
+            for a, b in zip(model_before, resumed.model_old.parameters(), strict=True)
+        )
+
+    def test_a_counter_this_algorithm_does_not_keep_is_rejected(self) -> None:
+        state = make_dqn().state_dict()
+        state["_counters._cnt"] = torch.tensor(1)
+        with pytest.raises(RuntimeError, match="_cnt"):
+            make_dqn().load_state_dict(state)
+
 
 def train_cartpole(seed: int, max_epochs: int, stop_at: float | None) -> tuple[InfoStats, DQN]:
     """DQN on CartPole-v1 with 8 training envs; stops once the test return reaches ``stop_at``."""

@@ -45,6 +45,21 @@ def test_actor_and_targets_update_every_update_actor_freq_steps() -> None:
     assert changed == [True, False, True, False]
 
 
+def test_a_resumed_run_keeps_the_phase_of_the_delayed_actor_updates() -> None:
+    td3 = make_td3(update_actor_freq=2)
+    buffer = filled_buffer()
+    with policy_within_training_step(td3.policy):
+        td3.update(buffer, 8)  # the actor steps; the next update only steps the critics
+    resumed = make_td3(update_actor_freq=2)
+    resumed.load_state_dict(td3.state_dict())
+    actor_before = [p.detach().clone() for p in resumed.policy.parameters()]
+    with policy_within_training_step(resumed.policy):
+        resumed.update(buffer, 8)
+    assert all(
+        torch.equal(a, b) for a, b in zip(actor_before, resumed.policy.parameters(), strict=True)
+    )
+
+
 def test_target_is_the_min_of_the_twin_target_critics_at_smoothed_actions() -> None:
     td3 = make_td3(policy_noise=0.0)
     buffer = filled_buffer()

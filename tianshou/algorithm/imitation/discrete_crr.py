@@ -110,6 +110,8 @@ class DiscreteCRR(OfflineAlgorithm[DiscreteActorPolicy], LaggedNetworkFullUpdate
         returns to standardise and it has no effect.
     """
 
+    _checkpointed_counters = ("_iter",)  # when the next target copy is due
+
     def __init__(
         self,
         *,

@@ -244,6 +244,8 @@ class QLearningOffPolicyAlgorithm(
         0 uses no target network (the model bootstraps from itself).
     """
 
+    _checkpointed_counters = ("_iter",)  # when the next target copy is due
+
     def __init__(
         self,
         *,

@@ -101,6 +101,8 @@ class RecurrentDQN(
     :param huber_loss_delta: Huber loss threshold; None for the squared TD error.
     """
 
+    _checkpointed_counters = ("_iter",)  # when the next target copy is due
+
     def __init__(
         self,
         *,

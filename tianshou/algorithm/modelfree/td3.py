@@ -182,6 +182,7 @@ class TD3(ActorDualCriticsOffPolicyAlgorithm[ContinuousDeterministicPolicy]):
     """
 
     _supports_compiled_update = True
+    _checkpointed_counters = ("_cnt",)  # when the next delayed actor update is due
 
     def __init__(
         self,
