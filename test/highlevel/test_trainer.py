@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from torch.distributions import Categorical
 
 from tianshou.algorithm.modelfree.dqn import DQN, DiscreteQLearningPolicy
 from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy, Reinforce
@@ -142,7 +143,9 @@ def test_set_eps_callbacks(cartpole: Environments) -> None:
 
 def test_eps_callbacks_name_the_unsuitable_policy(cartpole: Environments) -> None:
     actor = DiscreteActor(preprocess_net=Net(state_shape=4, hidden_sizes=[8]), action_shape=2)
-    policy = DiscreteActorPolicy(actor=actor, action_space=cartpole.get_action_space())
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=Categorical, action_space=cartpole.get_action_space()
+    )
     algorithm = Reinforce(policy=policy, optim=AdamOptimizerFactory())
     context = TrainingContext(algorithm, cartpole, LazyLogger())
     with pytest.raises(TypeError, match=r"set_eps_training.*DiscreteActorPolicy"):

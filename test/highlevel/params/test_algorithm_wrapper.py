@@ -4,6 +4,7 @@ with the matching ICM wrapper, which then trains, and rejects what it cannot wra
 import numpy as np
 import pytest
 import torch
+from torch.distributions import Categorical
 
 from tianshou.algorithm import DQN, Algorithm, ICMOffPolicyWrapper, ICMOnPolicyWrapper, Reinforce
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
@@ -62,7 +63,9 @@ def make_dqn(envs: Environments) -> DQN:
 def make_reinforce(envs: Environments) -> Reinforce:
     body = Net(state_shape=envs.get_observation_shape(), hidden_sizes=[16])
     actor = DiscreteActor(preprocess_net=body, action_shape=envs.get_action_shape())
-    policy = DiscreteActorPolicy(actor=actor, action_space=envs.get_action_space())
+    policy = DiscreteActorPolicy(
+        actor=actor, dist_fn=Categorical, action_space=envs.get_action_space()
+    )
     return Reinforce(policy=policy, optim=AdamOptimizerFactory())
 
 
