@@ -17,7 +17,7 @@ step faster than either.
 
 import argparse
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -34,7 +34,6 @@ from examples.mujoco.mujoco_sac import build_sac
 from examples.mujoco.mujoco_sac import get_args as sac_args
 
 TASK = "Hopper-v5"
-BATCH_SIZE = 256
 
 
 def _synchronize(device: str) -> None:
@@ -62,10 +61,9 @@ class LoopSide:
     def __init__(self, side: str, device: str, warmup: int, seed: int = 0) -> None:
         torch.manual_seed(seed)
         np.random.seed(seed)
-        args = sac_args(["--task", TASK, "--device", device])
-        env = gym.make(TASK)
+        self.args = sac_args(["--task", TASK, "--device", device])
         self.device = device
-        self.algorithm: SAC = build_sac(args, env)
+        self.algorithm: SAC = build_sac(self.args, gym.make(TASK))
         self.compiler = (
             None
             if side == "eager"
@@ -73,7 +71,7 @@ class LoopSide:
         )
         envs = DummyVectorEnv([lambda: gym.make(TASK)])
         envs.seed(seed)
-        self.buffer = VectorReplayBuffer(args.buffer_size, 1)
+        self.buffer = VectorReplayBuffer(self.args.buffer_size, 1)
         self.collector = Collector[CollectStats](
             self.algorithm, envs, self.buffer, exploration_noise=True
         )
@@ -82,49 +80,44 @@ class LoopSide:
 
     def update(self) -> None:
         with policy_within_training_step(self.algorithm.policy):
-            self.algorithm.update(self.buffer, BATCH_SIZE)
+            self.algorithm.update(self.buffer, self.args.batch_size)
 
-    def loop(self, steps: int) -> float:
-        """Run ``steps`` collect-and-update steps; return their wall seconds."""
+    def collect_and_update(self) -> None:
+        self.collector.collect(n_step=1)
+        self.update()
+
+    def seconds(self, step: Callable[[], None], times: int) -> float:
+        """Wall seconds of ``times`` calls of ``step``, the device's queue drained at both ends."""
         _synchronize(self.device)
         start = time.perf_counter()
-        for _ in range(steps):
-            self.collector.collect(n_step=1)
-            self.update()
+        for _ in range(times):
+            step()
         _synchronize(self.device)
         return time.perf_counter() - start
-
-    def updates_per_s(self, updates: int) -> float:
-        _synchronize(self.device)
-        start = time.perf_counter()
-        for _ in range(updates):
-            self.update()
-        _synchronize(self.device)
-        return updates / (time.perf_counter() - start)
 
 
 def measure(
     device: str, sides: Sequence[str], steps: int, compile_steps: int, warmup: int
 ) -> dict[str, Any]:
+    args = sac_args(["--task", TASK])
     record: dict[str, Any] = {
         "bench": "sac_hopper_loop_compiled",
         "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
-        "batch_size": BATCH_SIZE,
-        "hidden_sizes": [256, 256],
+        "batch_size": args.batch_size,
+        "hidden_sizes": args.hidden_sizes,
         "steps": steps,
         "limit_env_steps_per_s": bare_env_steps_per_s(steps),
     }
     for side in sides:
         loop = LoopSide(side, device, warmup)
-        start = time.perf_counter()
-        loop.loop(compile_steps)
+        first_steps_s = loop.seconds(loop.collect_and_update, compile_steps)
         if loop.compiler is not None:
             record[f"{side}_compile_s"] = loop.compiler.compile_seconds
             record[f"{side}_graphs"] = loop.compiler.num_compiled
         else:
-            record["eager_first_steps_s"] = time.perf_counter() - start
-            record["eager_updates_per_s"] = loop.updates_per_s(steps)
-        record[f"{side}_env_steps_per_s"] = steps / loop.loop(steps)
+            record["eager_first_steps_s"] = first_steps_s
+            record["eager_updates_per_s"] = steps / loop.seconds(loop.update, steps)
+        record[f"{side}_env_steps_per_s"] = steps / loop.seconds(loop.collect_and_update, steps)
     for side in sides:
         if side != "eager" and "eager" in sides:
             record[f"{side}_speedup"] = (

@@ -10,7 +10,7 @@ def test_a_loop_step_collects_one_env_step_and_updates_once() -> None:
     side = LoopSide("eager", "cpu", warmup=300)
     assert len(side.buffer) == 300
     before = [p.detach().clone() for p in side.algorithm.critic.parameters()]
-    side.loop(5)
+    side.seconds(side.collect_and_update, 5)
     assert len(side.buffer) == 305
     after = list(side.algorithm.critic.parameters())
     assert any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
