@@ -118,11 +118,15 @@ def action_tensor(act: ArrayLike | torch.Tensor, device: torch.device) -> torch.
 
 
 def per_sample(values: torch.Tensor, num_samples: int) -> torch.Tensor:
-    """Reshape per-sample values to ``(D, B)`` so a ``(B,)`` weight broadcasts over them.
+    """Per-sample values shaped so that a ``(B,)`` weight broadcasts over them.
 
-    Distributions without ``Independent`` give one log-probability per action dimension; each
-    dimension is then weighted separately, as in the published algorithms.
+    Distributions without ``Independent`` give one log-probability per action dimension; they
+    become ``(D, B)``, so each dimension is weighted separately, as in the published
+    algorithms. Values that are already one per sample, ``(B,)``, are returned as they are:
+    the same numbers without two more autograd nodes per gradient step.
     """
+    if values.ndim == 1 and len(values) == num_samples:
+        return values
     return values.reshape(num_samples, -1).transpose(0, 1)
 
 
