@@ -7,7 +7,8 @@ given the same weights, data and NumPy seed it computes the same losses and ends
 parameters (``test/benchmark/test_bare_ppo.py`` checks this):
 
 1. the critic's values of the observations and next observations and the old policy's
-   log-probabilities of the stored actions, without gradient;
+   log-probabilities of the stored actions, without gradient (a next observation that is the
+   following row's observation takes that row's value, as the library does);
 2. GAE(lambda) advantages and returns (with return scaling: the values are unscaled by the
    running standard deviation of the returns before bootstrapping, the returns scaled by it
    after, and the statistics updated with the unscaled returns);
@@ -186,12 +187,17 @@ class BarePPO:
         end = (terminated | truncated).numpy().copy()
         end[-1] = True  # the last stored step of a running episode stops the recursion
         not_terminated = ~terminated
+        # next observations that are not the following row's observation (an episode's end,
+        # the last row) need a critic pass of their own, unless their episode terminated
+        follows = torch.zeros(len(obs), dtype=torch.bool)
+        follows[:-1] = (obs_next[:-1] == obs[1:]).flatten(1).all(1)
+        fresh = ~follows & not_terminated
         with torch.no_grad():
             log_prob_old, _ = self.log_prob_and_entropy(obs, act)
         n, losses = len(obs), []
         for epoch in range(self.repeat):
             if epoch == 0 or self.recompute_advantage:
-                v_s, returns, adv = self._targets(obs, obs_next, rew, not_terminated, end)
+                v_s, returns, adv = self._targets(obs, obs_next, rew, not_terminated, end, fresh)
             perm = torch.from_numpy(np.random.permutation(n))
             columns = (obs[perm], act[perm], log_prob_old[perm], v_s[perm], returns[perm],
                        adv[perm])  # fmt: skip
@@ -217,11 +223,15 @@ class BarePPO:
         rew: torch.Tensor,
         not_terminated: torch.Tensor,
         end: np.ndarray,
+        fresh: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(old values, returns, advantages)`` from the current critic."""
+        """``(old values, returns, advantages)`` from the current critic; the next values are
+        the following rows' values except at the ``fresh`` rows."""
         with torch.no_grad():
             v_s = self.critic(obs).squeeze(-1)
-            v_next = self.critic(obs_next).squeeze(-1)
+            v_next = torch.zeros_like(v_s)
+            v_next[:-1] = v_s[1:]
+            v_next[fresh] = self.critic(obs_next[fresh]).squeeze(-1)
         v_s64 = v_s.numpy().astype(np.float64)
         v_next64 = v_next.numpy().astype(np.float64) * not_terminated.numpy()
         if self.return_scaling:

@@ -198,7 +198,11 @@ def adam(params: Iterable[torch.Tensor], lr: float) -> torch.optim.Adam:
 def random_transitions(
     size: int, obs_dim: int, act_dim: int, discrete: bool, seed: int = 0
 ) -> dict[str, np.ndarray]:
-    """``size`` random transitions (episodes end about every 100 steps), as numpy columns.
+    """``size`` random transitions laid out as one env's rollout, as numpy columns.
+
+    Episodes end about every 100 steps. As in a collected rollout, each next observation is
+    the following row's observation, except where an episode ends (the next row starts a new
+    episode) and at the last row (the episode goes on): there it is an observation of its own.
 
     :param act_dim: the action width, or the number of actions if ``discrete``.
     """
@@ -209,14 +213,18 @@ def random_transitions(
         act = rng.uniform(-1, 1, (size, act_dim)).astype(np.float32)
     terminated = rng.random(size) < 0.01
     truncated = ~terminated & (rng.random(size) < 0.002)
+    done = terminated | truncated
+    states = rng.standard_normal((size + 1, obs_dim)).astype(np.float32)
+    obs_next = states[1:].copy()
+    obs_next[done] = rng.standard_normal((int(done.sum()), obs_dim)).astype(np.float32)
     return {
-        "obs": rng.standard_normal((size, obs_dim)).astype(np.float32),
+        "obs": states[:-1],
         "act": act,
         "rew": rng.standard_normal(size).astype(np.float32),
         "terminated": terminated,
         "truncated": truncated,
-        "done": terminated | truncated,
-        "obs_next": rng.standard_normal((size, obs_dim)).astype(np.float32),
+        "done": done,
+        "obs_next": obs_next,
     }
 
 

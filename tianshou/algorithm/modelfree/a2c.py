@@ -14,6 +14,7 @@ from torch import nn
 from torch.distributions import Distribution
 
 from tianshou.algorithm._masking import network_input
+from tianshou.algorithm._next_values import next_values, successor_rows
 from tianshou.algorithm._update_helpers import (
     action_tensor,
     iterate_minibatches,
@@ -108,9 +109,17 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The critic's values of ``batch.obs`` and ``batch.obs_next``, flat, without gradient.
 
+        A next observation that equals the observation of another row takes that row's value
+        (:mod:`tianshou.algorithm._next_values`), and a terminated row's next value, which GAE
+        never uses, is left at zero; the critic sees only the other next observations.
         Recurrent algorithms override it to run the critic over sequences from stored states.
         """
-        return self._values(batch.obs), self._values(batch.obs_next)
+        obs, obs_next = batch.obs, batch.obs_next
+        values = self._values(obs)
+        rows = successor_rows(obs, obs_next, buffer, indices)
+        if rows is None:
+            return values, self._values(obs_next)
+        return values, next_values(values, obs_next, rows, batch.terminated, self._values)
 
     def _critic_values(self, obs: object, num_obs: int) -> torch.Tensor:
         """The critic's values for ``obs`` flattened to ``(B,)``, checking there is one each.
