@@ -37,13 +37,14 @@ def successor_rows(
         and isinstance(obs_next, np.ndarray)
         and obs.shape == obs_next.shape
         and obs.dtype == obs_next.dtype
-        and len(obs) == len(indices)
+        and len(obs) == len(indices) > 0
     ):
         return None
     num_rows = len(indices)
-    row_of_index = np.full(buffer.maxsize, -1, dtype=np.int64)
+    successors = buffer.next(indices)
+    row_of_index = np.full(int(max(indices.max(), successors.max())) + 1, -1, dtype=np.int64)
     row_of_index[indices] = np.arange(num_rows)
-    rows = row_of_index[buffer.next(indices)]
+    rows = row_of_index[successors]
     rows[rows == np.arange(num_rows)] = -1  # an episode's end: next() stays put
     candidates = np.flatnonzero(rows >= 0)
     if len(candidates):
