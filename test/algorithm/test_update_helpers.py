@@ -12,6 +12,7 @@ from torch import nn
 import tianshou.algorithm
 from test.algorithm.modelfree.test_sac import OBS_DIM, Critic
 from tianshou.algorithm._update_helpers import (
+    clip_grad_norm,
     exclusive_parameters,
     finite_loss_values,
     frozen,
@@ -142,3 +143,43 @@ def test_algorithms_take_shared_helpers_from_the_helpers_module(module: str) -> 
     assert "tianshou.algorithm._update_helpers" in imported or module == "dqn"
     if module in ("dqn", "ddpg", "td3", "sac"):
         assert "tianshou.algorithm.modelfree.reinforce" not in imported
+
+
+class TestClipGradNorm:
+    @staticmethod
+    def two_networks_with_equal_grads(dtype: torch.dtype, scale: float) -> tuple[nn.Module, ...]:
+        torch.manual_seed(0)
+        first = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2)).to(dtype)
+        second = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2)).to(dtype)
+        second.load_state_dict(first.state_dict())
+        obs = torch.randn(4, 5, dtype=dtype)
+        for net in (first, second):
+            (net(obs).square().sum() * scale).backward()
+        return first, second
+
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+    @pytest.mark.parametrize("scale", [100.0, 1e-4])  # clipped, and left as it is
+    def test_equals_torchs_clipping_exactly(self, dtype: torch.dtype, scale: float) -> None:
+        ours, theirs = self.two_networks_with_equal_grads(dtype, scale)
+        clip_grad_norm(list(ours.parameters()), 0.5)
+        nn.utils.clip_grad_norm_(theirs.parameters(), 0.5)
+        for mine, reference in zip(ours.parameters(), theirs.parameters(), strict=True):
+            assert mine.grad is not None and reference.grad is not None
+            assert torch.equal(mine.grad, reference.grad)
+        clipped_norm = torch.linalg.vector_norm(
+            torch.stack([p.grad.norm() for p in ours.parameters() if p.grad is not None])
+        )
+        assert clipped_norm <= 0.5 + 1e-5
+
+    def test_mixed_dtypes_and_missing_grads(self) -> None:
+        single = nn.Parameter(torch.ones(3))
+        double = nn.Parameter(torch.ones(3, dtype=torch.float64))
+        without_grad = nn.Parameter(torch.ones(2))
+        single.grad = torch.full((3,), 10.0)
+        double.grad = torch.full((3,), 10.0, dtype=torch.float64)
+        clip_grad_norm([single, double, without_grad], 1.0)
+        expected = 10.0 / (np.sqrt(600.0) + 1e-6)
+        np.testing.assert_allclose(single.grad.numpy(), expected, rtol=1e-6)
+        np.testing.assert_allclose(double.grad.numpy(), expected, rtol=1e-6)
+        assert without_grad.grad is None
+        clip_grad_norm([without_grad], 1.0)  # nothing to clip

@@ -1,5 +1,6 @@
-"""What the algorithms' update steps share: the finite-loss guard, minibatch iteration, action and
-log-probability shaping, and freezing parameters an actor's loss passes through.
+"""What the algorithms' update steps share: the finite-loss guard, gradient-norm clipping,
+minibatch iteration, action and log-probability shaping, and freezing parameters an actor's loss
+passes through.
 
 The finite-loss guard, :func:`finite_loss_values`, is the only NaN/inf check of the package:
 ``Algorithm.Optimizer`` runs it before every step (so a non-finite loss never reaches the
@@ -46,6 +47,35 @@ def finite_loss_values(context: str, **losses: torch.Tensor) -> list[float]:
             "learning rate."
         )
     return values
+
+
+_LEAN_CLIP_DEVICES = ("cpu", "cuda")
+
+
+def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> None:
+    """Scale the gradients of ``params`` so that their global 2-norm is at most ``max_norm``.
+
+    The result is exactly ``torch.nn.utils.clip_grad_norm_(params, max_norm)``'s: the same
+    foreach norms, their norm, ``min(max_norm / (norm + 1e-6), 1)`` and one foreach multiply.
+    When every gradient is a plain tensor of one device and dtype (the usual case) these five
+    operations are all it runs; torch's function also groups the gradients by device and dtype
+    twice and converts every per-tensor norm, which at the sizes of RL networks costs about as
+    much as the clipping (measured: 3.7% of a PPO update at the MuJoCo configuration). Other
+    cases go to torch's function.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return
+    device, dtype = grads[0].device, grads[0].dtype
+    if device.type not in _LEAN_CLIP_DEVICES or not all(
+        type(g) is torch.Tensor and g.device == device and g.dtype == dtype for g in grads
+    ):
+        nn.utils.clip_grad_norm_(params, max_norm=max_norm)
+        return
+    with torch.no_grad():
+        total_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+        scale = torch.clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
+        torch._foreach_mul_(grads, scale)
 
 
 def _as_floats(losses: list[torch.Tensor]) -> list[float]:

@@ -43,7 +43,7 @@ from tianshou.algorithm._policy import (
 )
 from tianshou.algorithm._returns import episode_mc_return_to_go
 from tianshou.algorithm._training_stats import TrainingStats, TrainingStatsWrapper
-from tianshou.algorithm._update_helpers import finite_loss_values
+from tianshou.algorithm._update_helpers import clip_grad_norm, finite_loss_values
 from tianshou.algorithm.compiled_update import CompileMode, UpdateCompiler
 from tianshou.algorithm.optim import OptimizerFactory, ParamSource, collect_parameters
 from tianshou.data.batch import Batch
@@ -160,7 +160,7 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             self._optim.zero_grad(set_to_none=True)
             loss.backward(retain_graph=retain_graph, create_graph=create_graph)
             if self._max_grad_norm is not None:
-                nn.utils.clip_grad_norm_(self._params, max_norm=self._max_grad_norm)
+                clip_grad_norm(self._params, self._max_grad_norm)
             self._optim.step()
 
         def state_dict(self) -> dict[str, Any]:

@@ -36,7 +36,12 @@ import torch
 from torch import nn
 
 from tianshou.algorithm._obs_rows import ObsRows, cat_rows, obs_rows, repeat_rows
-from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
+from tianshou.algorithm._update_helpers import (
+    clip_grad_norm,
+    exclusive_parameters,
+    finite_loss_values,
+    frozen,
+)
 from tianshou.algorithm.algorithm_base import (
     LaggedNetworkPolyakUpdateAlgorithmMixin,
     OfflineAlgorithm,
@@ -339,7 +344,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
         for critic, optimizer in zip((self.critic, self.critic2), optimizers, strict=True):
-            nn.utils.clip_grad_norm_(critic.parameters(), self.max_grad_norm)
+            clip_grad_norm(list(critic.parameters()), self.max_grad_norm)
             optimizer.step()
 
     def _stats(
