@@ -12,6 +12,7 @@ from torch import nn
 import tianshou.algorithm
 from test.algorithm.modelfree.test_sac import OBS_DIM, Critic
 from tianshou.algorithm._update_helpers import (
+    clear_grads,
     clip_grad_norm,
     exclusive_parameters,
     finite_loss_values,
@@ -183,3 +184,29 @@ class TestClipGradNorm:
         np.testing.assert_allclose(double.grad.numpy(), expected, rtol=1e-6)
         assert without_grad.grad is None
         clip_grad_norm([without_grad], 1.0)  # nothing to clip
+
+
+class TestClearGrads:
+    def test_sets_every_gradient_of_every_group_to_none(self) -> None:
+        first, second = nn.Linear(3, 2), nn.Linear(2, 1)
+        optimizer = torch.optim.Adam(
+            [{"params": first.parameters()}, {"params": second.parameters(), "lr": 0.1}]
+        )
+        second(first(torch.ones(4, 3))).sum().backward()
+        assert all(p.grad is not None for p in [*first.parameters(), *second.parameters()])
+        clear_grads(optimizer)
+        assert all(p.grad is None for p in [*first.parameters(), *second.parameters()])
+
+    def test_an_overridden_zero_grad_is_called(self) -> None:
+        calls: list[bool] = []
+
+        class CountingSGD(torch.optim.SGD):
+            def zero_grad(self, set_to_none: bool = True) -> None:
+                calls.append(set_to_none)
+                super().zero_grad(set_to_none)
+
+        layer = nn.Linear(2, 1)
+        layer(torch.ones(1, 2)).sum().backward()
+        clear_grads(CountingSGD(layer.parameters(), lr=0.1))
+        assert calls == [True]
+        assert layer.weight.grad is None

@@ -1,6 +1,6 @@
-"""What the algorithms' update steps share: the finite-loss guard, gradient-norm clipping,
-minibatch iteration, action and log-probability shaping, and freezing parameters an actor's loss
-passes through.
+"""What the algorithms' update steps share: the finite-loss guard, clearing and clipping
+gradients, minibatch iteration, action and log-probability shaping, and freezing parameters an
+actor's loss passes through.
 
 The finite-loss guard, :func:`finite_loss_values`, is the only NaN/inf check of the package:
 ``Algorithm.Optimizer`` runs it before every step (so a non-finite loss never reaches the
@@ -47,6 +47,24 @@ def finite_loss_values(context: str, **losses: torch.Tensor) -> list[float]:
             "learning rate."
         )
     return values
+
+
+def clear_grads(optimizer: torch.optim.Optimizer) -> None:
+    """``optimizer.zero_grad(set_to_none=True)``: every parameter's gradient set to None.
+
+    That is all torch's own ``zero_grad`` does besides opening a profiler range and allocating
+    a few containers, which at the sizes of RL networks cost a measurable share of a gradient
+    step (3% of a PPO update at the MuJoCo configuration); so for optimizers that keep torch's
+    ``zero_grad`` the gradients are cleared here directly (a profiler trace then shows no
+    ``Optimizer.zero_grad`` range for them). An optimizer class that overrides ``zero_grad``
+    gets its own.
+    """
+    if type(optimizer).zero_grad is not torch.optim.Optimizer.zero_grad:
+        optimizer.zero_grad(set_to_none=True)
+        return
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            param.grad = None
 
 
 _LEAN_CLIP_DEVICES = ("cpu", "cuda")

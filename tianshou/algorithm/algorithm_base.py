@@ -43,7 +43,7 @@ from tianshou.algorithm._policy import (
 )
 from tianshou.algorithm._returns import episode_mc_return_to_go
 from tianshou.algorithm._training_stats import TrainingStats, TrainingStatsWrapper
-from tianshou.algorithm._update_helpers import clip_grad_norm, finite_loss_values
+from tianshou.algorithm._update_helpers import clear_grads, clip_grad_norm, finite_loss_values
 from tianshou.algorithm.compiled_update import CompileMode, UpdateCompiler
 from tianshou.algorithm.optim import OptimizerFactory, ParamSource, collect_parameters
 from tianshou.data.batch import Batch
@@ -157,7 +157,7 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         def _backward_and_step(
             self, loss: torch.Tensor, retain_graph: bool | None, create_graph: bool
         ) -> None:
-            self._optim.zero_grad(set_to_none=True)
+            clear_grads(self._optim)
             loss.backward(retain_graph=retain_graph, create_graph=create_graph)
             if self._max_grad_norm is not None:
                 clip_grad_norm(self._params, self._max_grad_norm)

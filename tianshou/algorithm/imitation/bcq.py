@@ -34,7 +34,12 @@ from gymnasium.spaces import Box
 from torch import nn
 
 from tianshou.algorithm._obs_rows import ObsRows, obs_rows, repeat_rows
-from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
+from tianshou.algorithm._update_helpers import (
+    clear_grads,
+    exclusive_parameters,
+    finite_loss_values,
+    frozen,
+)
 from tianshou.algorithm.algorithm_base import (
     ActionBoundMethod,
     LaggedNetworkPolyakUpdateAlgorithmMixin,
@@ -299,7 +304,7 @@ class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             "the critics' optimizers", critic1_loss=critic1_loss, critic2_loss=critic2_loss
         )
         for _, optim in critics:
-            optim.torch_optimizer.zero_grad(set_to_none=True)
+            clear_grads(optim.torch_optimizer)
         (critic1_loss + critic2_loss).backward()
         for _, optim in critics:
             optim.torch_optimizer.step()

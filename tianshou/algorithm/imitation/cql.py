@@ -37,6 +37,7 @@ from torch import nn
 
 from tianshou.algorithm._obs_rows import ObsRows, cat_rows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import (
+    clear_grads,
     clip_grad_norm,
     exclusive_parameters,
     finite_loss_values,
@@ -341,7 +342,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         parameters), each clipped to ``max_grad_norm`` and stepped by its own optimizer."""
         optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
         for optimizer in optimizers:
-            optimizer.zero_grad(set_to_none=True)
+            clear_grads(optimizer)
         loss.backward()
         for critic, optimizer in zip((self.critic, self.critic2), optimizers, strict=True):
             clip_grad_norm(list(critic.parameters()), self.max_grad_norm)

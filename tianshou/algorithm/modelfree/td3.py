@@ -14,7 +14,12 @@ from typing import Generic
 import torch
 from torch import nn
 
-from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
+from tianshou.algorithm._update_helpers import (
+    clear_grads,
+    exclusive_parameters,
+    finite_loss_values,
+    frozen,
+)
 from tianshou.algorithm.algorithm_base import TrainingStats
 from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import (
@@ -132,7 +137,7 @@ class ActorDualCriticsOffPolicyAlgorithm(
             return critic1_value, critic2_value
         optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
         for optimizer in optimizers:
-            optimizer.zero_grad(set_to_none=True)
+            clear_grads(optimizer)
         loss_sum.backward()
         for optimizer in optimizers:
             optimizer.step()
