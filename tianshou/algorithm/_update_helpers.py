@@ -75,7 +75,7 @@ def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> None:
 
     The result is exactly ``torch.nn.utils.clip_grad_norm_(params, max_norm)``'s: the same
     foreach norms, their norm, ``min(max_norm / (norm + 1e-6), 1)`` and one foreach multiply.
-    When every gradient is a plain tensor of one device and dtype (the usual case) these five
+    When every gradient is a plain tensor of one device and dtype (the usual case) these few
     operations are all it runs; torch's function also groups the gradients by device and dtype
     twice and converts every per-tensor norm, which at the sizes of RL networks costs about as
     much as the clipping (measured: 3.7% of a PPO update at the MuJoCo configuration). Other
