@@ -2,6 +2,7 @@
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from tianshou.algorithm import PPO
@@ -12,9 +13,12 @@ from tianshou.data import Batch, Collector, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
+from tianshou.utils.torch_utils import policy_within_training_step
 
 
-def cartpole_ppo_and_rollout(num_envs: int = 3, steps: int = 600) -> tuple[PPO, VectorReplayBuffer]:
+def cartpole_ppo_and_rollout(
+    num_envs: int = 3, steps: int = 600, recompute_advantage: bool = False
+) -> tuple[PPO, VectorReplayBuffer]:
     torch.manual_seed(0)
     envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
     envs.seed(0)
@@ -23,7 +27,12 @@ def cartpole_ppo_and_rollout(num_envs: int = 3, steps: int = 600) -> tuple[PPO, 
     policy = DiscreteActorPolicy(
         actor=actor, action_space=envs.action_space[0], dist_fn=torch.distributions.Categorical
     )
-    algorithm = PPO(policy=policy, critic=critic, optim=AdamOptimizerFactory())
+    algorithm = PPO(
+        policy=policy,
+        critic=critic,
+        optim=AdamOptimizerFactory(),
+        recompute_advantage=recompute_advantage,
+    )
     buffer = VectorReplayBuffer(2 * steps, num_envs)
     collector = Collector(policy, envs, buffer)
     collector.reset()
@@ -107,3 +116,21 @@ def test_structured_or_mismatched_observations_reuse_nothing() -> None:
     assert successor_rows(np.zeros((2, 1)), np.zeros((2, 2)), buffer, indices) is None
     float32, float64 = np.zeros((2, 1), np.float32), np.zeros((2, 1), np.float64)
     assert successor_rows(float32, float64, buffer, indices) is None
+
+
+def test_ppo_matches_the_rows_once_per_update(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tianshou.algorithm.modelfree.a2c as a2c_module
+
+    algorithm, buffer = cartpole_ppo_and_rollout(recompute_advantage=True)
+    calls: list[int] = []
+
+    def counting(*args: object) -> np.ndarray | None:
+        calls.append(1)
+        return successor_rows(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(a2c_module, "successor_rows", counting)
+    with policy_within_training_step(algorithm.policy):
+        algorithm.update(buffer, batch_size=64, repeat=3)
+        assert len(calls) == 1
+        algorithm.update(buffer, batch_size=64, repeat=3)
+    assert len(calls) == 2

@@ -114,12 +114,18 @@ class ActorCriticOnPolicyAlgorithm(OnPolicyAlgorithm[ProbabilisticActorPolicy], 
         never uses, is left at zero; the critic sees only the other next observations.
         Recurrent algorithms override it to run the critic over sequences from stored states.
         """
-        obs, obs_next = batch.obs, batch.obs_next
-        values = self._values(obs)
-        rows = successor_rows(obs, obs_next, buffer, indices)
+        values = self._values(batch.obs)
+        rows = self._successor_rows(batch, buffer, indices)
         if rows is None:
-            return values, self._values(obs_next)
-        return values, next_values(values, obs_next, rows, batch.terminated, self._values)
+            return values, self._values(batch.obs_next)
+        return values, next_values(values, batch.obs_next, rows, batch.terminated, self._values)
+
+    def _successor_rows(
+        self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray
+    ) -> np.ndarray | None:
+        """:func:`~tianshou.algorithm._next_values.successor_rows` of ``batch`` (PPO keeps them
+        for the value passes of one update, which all see the same batch)."""
+        return successor_rows(batch.obs, batch.obs_next, buffer, indices)
 
     def _critic_values(self, obs: object, num_obs: int) -> torch.Tensor:
         """The critic's values for ``obs`` flattened to ``(B,)``, checking there is one each.

@@ -89,13 +89,26 @@ class PPO(A2C):
         self.recompute_adv = recompute_advantage
         self._buffer: ReplayBuffer | None = None
         self._indices: np.ndarray | None = None
+        # the successor rows of the batch being updated on, once computed (a 1-tuple, since
+        # None is a result: observations whose values cannot be reused)
+        self._batch_successor_rows: tuple[np.ndarray | None] | None = None
 
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
         if self.recompute_adv:
             self._buffer, self._indices = buffer, indices
+        self._batch_successor_rows = None  # a new batch
         batch = super()._preprocess_batch(batch, buffer, indices)
         batch.logp_old = self._old_log_probs(batch)
         return batch
+
+    def _successor_rows(
+        self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray
+    ) -> np.ndarray | None:
+        """Computed once per update: with ``recompute_advantage`` every pass values the same
+        batch, and comparing its observations again each pass would repeat the work."""
+        if self._batch_successor_rows is None:
+            self._batch_successor_rows = (super()._successor_rows(batch, buffer, indices),)
+        return self._batch_successor_rows[0]
 
     def _update_with_batch(
         self, batch: Batch, batch_size: int | None, repeat: int
