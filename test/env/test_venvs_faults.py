@@ -8,6 +8,7 @@ raises. After each, the vector env must either give fresh, correct results or re
 error that says what to do; never a stale result.
 """
 
+import gc
 import pickle
 import re
 import signal
@@ -48,6 +49,10 @@ def interrupt_when(
 
     A thread watches ``condition`` and then sends ``SIGUSR1`` to the main thread, whose handler
     raises: a main thread blocked in a system call is woken, as by Ctrl-C.
+
+    The garbage collector is off meanwhile (after one collection): a handler that runs inside a
+    finalizer, such as the ``ffi.gc`` callback of an object left by an earlier test, raises
+    where Python ignores the exception, and the interrupt would be lost.
     """
 
     def handler(signum: int, frame: object) -> None:
@@ -65,6 +70,9 @@ def interrupt_when(
                 return
             time.sleep(0.002)
 
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
     previous = signal.signal(signal.SIGUSR1, handler)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -75,6 +83,8 @@ def interrupt_when(
         done.set()
         watcher.join()
         signal.signal(signal.SIGUSR1, previous)
+        if collecting:
+            gc.enable()
 
 
 @contextmanager
