@@ -15,12 +15,15 @@ collecting with each, and prints JSON lines:
 * ``"measure": "collect"``: environment steps per second of a collector with 8 envs and each
   policy inside a training step (the recurrent policies also carry and store their states), and
   their ratio (target: at least 0.8).
+* ``"measure": "update_equal_parameters"``: the recurrent update against the feed-forward one
+  whose networks hold as many parameters (the smallest such width), so that both do the same
+  multiply-adds per transition: what the recurrence itself costs beyond its arithmetic.
 
-"Same size" means the same widths: the recurrent networks are a width-64 embedding and a
-width-64 LSTM, the feed-forward ones two width-64 dense layers. An LSTM layer does eight times
-the arithmetic of a dense layer of the same width (four gates, each with an input and a
-recurrent matrix), so on a CPU, where torch's oneDNN LSTM kernels already run near the core's
-peak, the update ratio cannot approach 1 at equal widths.
+"Same size" in the first two lines means the same widths: the recurrent networks are a width-64
+embedding and a width-64 LSTM, the feed-forward ones two width-64 dense layers. An LSTM layer
+does eight times the arithmetic of a dense layer of the same width (four gates, each with an
+input and a recurrent matrix), so on a CPU, where torch's oneDNN LSTM kernels already run near
+the core's peak, the update ratio cannot approach 1 at equal widths.
 
 The clock is this process's CPU time (``--clock wall`` for wall-clock seconds), best of
 ``--rounds`` windows, one torch thread.
@@ -68,56 +71,56 @@ NUM_ENVS = 8
 ROLLOUT = 2048
 
 
-def _mlp(obs_dim: int, **kwargs: Any) -> Net:
-    return Net(state_shape=obs_dim, hidden_sizes=[HIDDEN, HIDDEN], **kwargs)
+def _mlp(obs_dim: int, width: int, **kwargs: Any) -> Net:
+    return Net(state_shape=obs_dim, hidden_sizes=[width, width], **kwargs)
 
 
 def _logits(logits: torch.Tensor) -> Categorical:
     return Categorical(logits=logits)
 
 
-def build_ppo(recurrent: bool) -> Algorithm:
+def build_ppo(recurrent: bool, width: int = HIDDEN) -> Algorithm:
     space = gym.spaces.Discrete(2)
     if recurrent:
         policy = RecurrentActorCriticPolicy(
-            actor=RecurrentDiscreteActor(2, 2, HIDDEN),
-            critic=RecurrentValueNet(2, HIDDEN),
+            actor=RecurrentDiscreteActor(2, 2, width),
+            critic=RecurrentValueNet(2, width),
             dist_fn=_logits,
             action_space=space,
         )
         return RecurrentPPO(policy=policy, optim=AdamOptimizerFactory(), chunk_len=16)
     ff_policy = DiscreteActorPolicy(
-        actor=DiscreteActor(preprocess_net=_mlp(2), action_shape=2),
+        actor=DiscreteActor(preprocess_net=_mlp(2, width), action_shape=2),
         dist_fn=Categorical,
         action_space=space,
     )
     return PPO(
         policy=ff_policy,
-        critic=DiscreteCritic(preprocess_net=_mlp(2)),
+        critic=DiscreteCritic(preprocess_net=_mlp(2, width)),
         optim=AdamOptimizerFactory(),
     )
 
 
-def build_dqn(recurrent: bool) -> Algorithm:
+def build_dqn(recurrent: bool, width: int = HIDDEN) -> Algorithm:
     space = gym.spaces.Discrete(2)
     if recurrent:
         policy = RecurrentQLearningPolicy(
-            model=RecurrentQNet(2, 2, HIDDEN), action_space=space, eps_training=0.1
+            model=RecurrentQNet(2, 2, width), action_space=space, eps_training=0.1
         )
         return RecurrentDQN(policy=policy, optim=AdamOptimizerFactory(), burn_in=4, train_len=16)
     ff_policy = DiscreteQLearningPolicy(
-        model=_mlp(2, action_shape=2), action_space=space, eps_training=0.1
+        model=_mlp(2, width, action_shape=2), action_space=space, eps_training=0.1
     )
     return DQN(policy=ff_policy, optim=AdamOptimizerFactory(), target_update_freq=100)
 
 
-def build_sac(recurrent: bool) -> Algorithm:
+def build_sac(recurrent: bool, width: int = HIDDEN) -> Algorithm:
     space = gym.spaces.Box(-2.0, 2.0, shape=(1,))
     if recurrent:
         policy = RecurrentSACPolicy(
-            actor=RecurrentGaussianActor(2, 1, HIDDEN, conditioned_sigma=True),
-            critic=RecurrentQCritic(2, 1, HIDDEN),
-            critic2=RecurrentQCritic(2, 1, HIDDEN),
+            actor=RecurrentGaussianActor(2, 1, width, conditioned_sigma=True),
+            critic=RecurrentQCritic(2, 1, width),
+            critic2=RecurrentQCritic(2, 1, width),
             action_space=space,
         )
         return RecurrentSAC(
@@ -128,11 +131,11 @@ def build_sac(recurrent: bool) -> Algorithm:
             train_len=8,
         )
     actor = ContinuousActorProbabilistic(
-        preprocess_net=_mlp(2), action_shape=1, unbounded=True, conditioned_sigma=True
+        preprocess_net=_mlp(2, width), action_shape=1, unbounded=True, conditioned_sigma=True
     )
 
     def critic() -> ContinuousCritic:
-        return ContinuousCritic(preprocess_net=_mlp(2, action_shape=1, concat=True))
+        return ContinuousCritic(preprocess_net=_mlp(2, width, action_shape=1, concat=True))
 
     return SAC(
         policy=SACPolicy(actor=actor, action_space=space),
@@ -144,7 +147,7 @@ def build_sac(recurrent: bool) -> Algorithm:
     )
 
 
-CASES: dict[str, tuple[Callable[[bool], Algorithm], Callable[[], gym.Env], int, int]] = {
+CASES: dict[str, tuple[Callable[[bool, int], Algorithm], Callable[[], gym.Env], int, int]] = {
     # name: (builder, task, recurrent batch size, feed-forward batch size)
     "ppo": (build_ppo, pomdp_envs.cartpole_without_velocities, 256, 256),
     "dqn": (build_dqn, pomdp_envs.cartpole_without_velocities, 32, 32 * 16),
@@ -192,20 +195,48 @@ def collect_steps_per_second(
     return 256 / seconds_per_call(collect, repeat=rounds, clock=clock)
 
 
-def run_case(name: str, clock: Callable[[], float], rounds: int) -> None:
+def parameter_count(algorithm: Algorithm) -> int:
+    """Every parameter the algorithm holds (target networks included, on both sides alike)."""
+    return sum(p.numel() for p in algorithm.parameters())
+
+
+def equal_parameter_width(build: Callable[[bool, int], Algorithm], parameters: int) -> int:
+    """The smallest feed-forward width whose algorithm holds at least ``parameters`` parameters.
+
+    Each weight is used once per transition in either kind of network, so this is also the
+    width at which both do the same multiply-adds per trained transition.
+    """
+    low, high = HIDDEN, HIDDEN
+    while parameter_count(build(False, high)) < parameters:
+        low, high = high, 2 * high
+    while low < high:
+        middle = (low + high) // 2
+        if parameter_count(build(False, middle)) < parameters:
+            low = middle + 1
+        else:
+            high = middle
+    return high
+
+
+def measured(
+    name: str, recurrent: bool, width: int, clock: Callable[[], float], rounds: int
+) -> dict[str, float]:
     build, make_env, recurrent_batch, ff_batch = CASES[name]
-    timings: dict[str, dict[str, float]] = {}
-    for recurrent, batch_size in ((True, recurrent_batch), (False, ff_batch)):
-        torch.manual_seed(0)
-        np.random.seed(0)
-        algorithm = build(recurrent)
-        collector = filled_collector(algorithm, make_env)
-        kind = "recurrent" if recurrent else "feedforward"
-        timings[kind] = {
-            "update_s": update_seconds(algorithm, collector, batch_size, clock, rounds),
-            "collect_steps_per_s": collect_steps_per_second(algorithm, collector, clock, rounds),
-        }
-    rec, ff = timings["recurrent"], timings["feedforward"]
+    torch.manual_seed(0)
+    np.random.seed(0)
+    algorithm = build(recurrent, width)
+    collector = filled_collector(algorithm, make_env)
+    batch_size = recurrent_batch if recurrent else ff_batch
+    return {
+        "update_s": update_seconds(algorithm, collector, batch_size, clock, rounds),
+        "collect_steps_per_s": collect_steps_per_second(algorithm, collector, clock, rounds),
+        "parameters": parameter_count(algorithm),
+    }
+
+
+def run_case(name: str, clock: Callable[[], float], rounds: int) -> None:
+    rec = measured(name, True, HIDDEN, clock, rounds)
+    ff = measured(name, False, HIDDEN, clock, rounds)
     update_ratio = rec["update_s"] / ff["update_s"]
     collect_ratio = rec["collect_steps_per_s"] / ff["collect_steps_per_s"]
     emit(
@@ -230,6 +261,24 @@ def run_case(name: str, clock: Callable[[], float], rounds: int) -> None:
             "ratio": collect_ratio,
             "target_min": 0.8,
             "ok": collect_ratio >= 0.8,
+        }
+    )
+    width = equal_parameter_width(CASES[name][0], int(rec["parameters"]))
+    wide = measured(name, False, width, clock, rounds)
+    wide_ratio = rec["update_s"] / wide["update_s"]
+    emit(
+        {
+            "bench": f"recurrent_{name}_update_equal_parameters",
+            "algorithm": name,
+            "measure": "update_equal_parameters",
+            "recurrent_s": rec["update_s"],
+            "recurrent_parameters": int(rec["parameters"]),
+            "feedforward_s": wide["update_s"],
+            "feedforward_width": width,
+            "feedforward_parameters": int(wide["parameters"]),
+            "ratio": wide_ratio,
+            "target_max": 1.5,
+            "ok": wide_ratio <= 1.5,
         }
     )
 
