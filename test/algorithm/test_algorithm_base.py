@@ -21,6 +21,7 @@ from tianshou.algorithm.algorithm_base import (
     OnPolicyWrapperAlgorithm,
     RandomActionPolicy,
     TrainingStats,
+    step_jointly,
 )
 from tianshou.algorithm.optim import (
     AdamOptimizerFactory,
@@ -700,3 +701,29 @@ def test_update_on_an_empty_buffer_says_to_collect_first(make: Any, kwargs: dict
         ):
             algo.update(buffer, **kwargs)
     assert _same(before, _params(algo))
+
+
+def _twin_networks_and_optimizers(seed: int) -> tuple[list[nn.Module], list[Algorithm.Optimizer]]:
+    torch.manual_seed(seed)
+    nets: list[nn.Module] = [nn.Linear(3, 1), nn.Linear(3, 1)]
+    optimizers = [
+        Algorithm.Optimizer(torch.optim.Adam(net.parameters(), lr=0.1), net, max_grad_norm=norm)
+        for net, norm in zip(nets, (None, 0.01), strict=True)
+    ]
+    return nets, optimizers
+
+
+def test_step_jointly_equals_one_step_of_each_on_its_own_loss() -> None:
+    x = torch.randn(16, 3)
+    joint_nets, joint_optims = _twin_networks_and_optimizers(0)
+    own_nets, own_optims = _twin_networks_and_optimizers(0)
+    for _ in range(3):
+        step_jointly(joint_optims, sum(net(x).pow(2).mean() for net in joint_nets))
+        for net, optim in zip(own_nets, own_optims, strict=True):
+            optim.step(net(x).pow(2).mean())
+    for joint, own in zip(joint_nets, own_nets, strict=True):
+        for a, b in zip(joint.parameters(), own.parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    # each optimizer clipped its own gradients (after the last joint step): only the second
+    norms = [torch.cat([p.grad.flatten() for p in net.parameters()]).norm() for net in joint_nets]
+    assert norms[0] > 0.1 and norms[1] <= 0.01 + 1e-6

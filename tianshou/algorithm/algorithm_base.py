@@ -13,7 +13,7 @@ optimizer step a NaN or infinite loss (``FloatingPointError``, the parameters le
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
@@ -159,6 +159,10 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         ) -> None:
             clear_grads(self._optim)
             loss.backward(retain_graph=retain_graph, create_graph=create_graph)
+            self._clip_and_step()
+
+        def _clip_and_step(self) -> None:
+            """Clip the gradients already computed (with ``max_grad_norm``) and step."""
             if self._max_grad_norm is not None:
                 clip_grad_norm(self._params, self._max_grad_norm)
             self._optim.step()
@@ -508,6 +512,22 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
         :param n_step: number of rewards summed before bootstrapping.
         """
         return _returns.nstep_return(batch, buffer, indices, target_q_fn, gamma, n_step)
+
+
+def step_jointly(optimizers: Sequence[Algorithm.Optimizer], loss: torch.Tensor) -> None:
+    """Step ``optimizers`` from one backward pass of ``loss``, the sum of their own losses.
+
+    For optimizers of disjoint parameters (twin critics), each parameter's gradient of the sum
+    is its gradient of its own optimizer's loss, so this is one step of each on its own loss,
+    with one backward pass instead of one per optimizer. Each clips with its ``max_grad_norm``.
+    The caller checks first that the losses are finite and that no parameter is
+    shared: a shared one would get the gradient of every loss.
+    """
+    for optimizer in optimizers:
+        clear_grads(optimizer.torch_optimizer)
+    loss.backward()
+    for optimizer in optimizers:
+        optimizer._clip_and_step()
 
 
 def _first(items: list[str], count: int = 5) -> str:

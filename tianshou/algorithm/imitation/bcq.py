@@ -35,7 +35,6 @@ from torch import nn
 
 from tianshou.algorithm._obs_rows import ObsRows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import (
-    clear_grads,
     exclusive_parameters,
     finite_loss_values,
     frozen,
@@ -47,6 +46,7 @@ from tianshou.algorithm.algorithm_base import (
     Policy,
     PolicyState,
     TrainingStats,
+    step_jointly,
 )
 from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import OptimizerFactory
@@ -303,11 +303,7 @@ class BCQ(OfflineAlgorithm[BCQPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         values = finite_loss_values(
             "the critics' optimizers", critic1_loss=critic1_loss, critic2_loss=critic2_loss
         )
-        for _, optim in critics:
-            clear_grads(optim.torch_optimizer)
-        (critic1_loss + critic2_loss).backward()
-        for _, optim in critics:
-            optim.torch_optimizer.step()
+        step_jointly([optim for _, optim in critics], critic1_loss + critic2_loss)
         return values[0], values[1]
 
     def _update_with_batch(self, batch: Batch) -> BCQTrainingStats:

@@ -37,8 +37,6 @@ from torch import nn
 
 from tianshou.algorithm._obs_rows import ObsRows, cat_rows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import (
-    clear_grads,
-    clip_grad_norm,
     exclusive_parameters,
     finite_loss_values,
     frozen,
@@ -46,6 +44,7 @@ from tianshou.algorithm._update_helpers import (
 from tianshou.algorithm.algorithm_base import (
     LaggedNetworkPolyakUpdateAlgorithmMixin,
     OfflineAlgorithm,
+    step_jointly,
 )
 from tianshou.algorithm.modelfree.sac import (
     Alpha,
@@ -340,13 +339,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
     def _step_critics(self, loss: torch.Tensor) -> None:
         """Both critics from one backward pass of their summed losses (they share no
         parameters), each clipped to ``max_grad_norm`` and stepped by its own optimizer."""
-        optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
-        for optimizer in optimizers:
-            clear_grads(optimizer)
-        loss.backward()
-        for critic, optimizer in zip((self.critic, self.critic2), optimizers, strict=True):
-            clip_grad_norm(list(critic.parameters()), self.max_grad_norm)
-            optimizer.step()
+        step_jointly((self.critic_optim, self.critic2_optim), loss)
 
     def _stats(
         self,

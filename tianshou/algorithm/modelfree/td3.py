@@ -15,12 +15,11 @@ import torch
 from torch import nn
 
 from tianshou.algorithm._update_helpers import (
-    clear_grads,
     exclusive_parameters,
     finite_loss_values,
     frozen,
 )
-from tianshou.algorithm.algorithm_base import TrainingStats
+from tianshou.algorithm.algorithm_base import TrainingStats, step_jointly
 from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import (
     ActorCriticOffPolicyAlgorithm,
@@ -135,12 +134,7 @@ class ActorDualCriticsOffPolicyAlgorithm(
             self.critic_optim.step(critic1_loss)
             self.critic2_optim.step(critic2_loss)
             return critic1_value, critic2_value
-        optimizers = (self.critic_optim.torch_optimizer, self.critic2_optim.torch_optimizer)
-        for optimizer in optimizers:
-            clear_grads(optimizer)
-        loss_sum.backward()
-        for optimizer in optimizers:
-            optimizer.step()
+        step_jointly((self.critic_optim, self.critic2_optim), loss_sum)
         return critic1_value, critic2_value
 
     def _critic_losses(
