@@ -1,9 +1,10 @@
-"""Partially observed versions of two classic-control tasks, for the recurrent examples and tests.
+"""Partially observed tasks for the recurrent examples and tests.
 
-Hiding the velocities turns a Markov task into one where a single observation no longer tells
-the agent what to do: the velocity must be inferred from the history, which is what a recurrent
-policy's hidden state is for. A feed-forward policy sees only positions and stays far from the
-full task's performance.
+Hiding the velocities of two classic-control tasks turns a Markov task into one where a single
+observation no longer tells the agent what to do: the velocity must be inferred from the
+history, which is what a recurrent policy's hidden state is for. A feed-forward policy sees only
+positions and stays far from the full task's performance. :class:`CueRecallEnv` needs memory
+and legal-action masks together.
 """
 
 from collections.abc import Sequence
@@ -53,3 +54,62 @@ def cartpole_without_velocities() -> gym.Env:
 def pendulum_without_velocity() -> gym.Env:
     """``Pendulum-v1`` that shows the angle (as cosine and sine) but not the angular velocity."""
     return HiddenComponents(gym.make("Pendulum-v1"), PENDULUM_VISIBLE)
+
+
+class CueRecallEnv(gym.Env):
+    """Remember a cue through a delay, then choose its side; every step says which actions are
+    legal.
+
+    The first observation shows a cue, left or right; the next ``delay`` observations are blank
+    and only ``WAIT`` is legal; the last one asks for a choice, where only ``LEFT`` and
+    ``RIGHT`` are legal, and the episode ends paying 1 for the cue's side and 0 otherwise. The
+    choice step looks the same whatever the cue was, so a policy without memory earns 0.5 per
+    episode on average and a recurrent one can earn 1. An illegal action raises, so a policy
+    that ignores the mask fails at once.
+
+    Observations are dicts of ``obs`` (cue left, cue right, choice now) and the boolean
+    ``mask`` over the actions (``WAIT``, ``LEFT``, ``RIGHT``): the masking convention every
+    discrete-action policy of the library honours.
+
+    :param delay: blank steps between the cue and the choice.
+    """
+
+    WAIT, LEFT, RIGHT = 0, 1, 2
+
+    def __init__(self, delay: int = 3) -> None:
+        if delay < 0:
+            raise ValueError(f"delay must be >= 0, got {delay}")
+        self.delay = delay
+        self.observation_space = gym.spaces.Dict(
+            {"obs": gym.spaces.Box(0.0, 1.0, (3,), np.float32), "mask": gym.spaces.MultiBinary(3)}
+        )
+        self.action_space = gym.spaces.Discrete(3)
+        self._cue = self.LEFT
+        self._step = 0
+        self._mask = np.zeros(3, dtype=bool)
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        obs = np.zeros(3, dtype=np.float32)
+        if self._step == 0:
+            obs[self._cue - 1] = 1.0
+        choosing = self._step == self.delay
+        if choosing:
+            obs[2] = 1.0
+        self._mask = np.array([not choosing, choosing, choosing])
+        return {"obs": obs, "mask": self._mask.copy()}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[dict[str, np.ndarray], dict]:
+        super().reset(seed=seed)
+        self._cue = self.LEFT if self.np_random.random() < 0.5 else self.RIGHT
+        self._step = 0
+        return self._observe(), {}
+
+    def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
+        if not self._mask[action]:
+            raise ValueError(f"illegal action {action}; legal: {np.flatnonzero(self._mask)}")
+        if self._step == self.delay:
+            return self._observe(), float(action == self._cue), True, False, {}
+        self._step += 1
+        return self._observe(), 0.0, False, False, {}

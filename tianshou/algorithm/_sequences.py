@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from tianshou.algorithm._masking import array_input
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
@@ -109,6 +110,8 @@ def replay_sequences(
     :return: a Batch with leading shape ``(B, seq_len)``: ``obs``, ``obs_next``, ``act``, ``rew``,
         ``terminated``, ``done`` (terminated or truncated) and ``valid`` (False for padding after
         an episode's end), and ``state``, the stored ``policy.state_in`` of every first step.
+        Masked observations give their arrays as ``obs``/``obs_next`` and their legal-action
+        masks as ``mask``/``mask_next`` (boolean).
     :raises TypeError: for a prioritized buffer (its weights would be ignored).
     :raises ValueError: if the buffer holds no stored states.
     """
@@ -128,16 +131,24 @@ def replay_sequences(
     flat = rows.reshape(-1)
 
     def field(key: str, dtype: torch.dtype) -> torch.Tensor:
-        # observations frame-stacked as the buffer's own indexing does; the rest one per step
-        value = buffer.get(flat, key, stack_num=None if key.startswith("obs") else 1)
+        value = buffer.get(flat, key, stack_num=1)
         value = value.reshape(*rows.shape, *value.shape[1:])
         return torch.as_tensor(value, device=device, dtype=dtype)
+
+    def observations(key: str) -> dict[str, torch.Tensor]:
+        # frame-stacked as the buffer's own indexing does; a mask travels beside its array
+        value = buffer.get(flat, key, stack_num=None)
+        array, mask = array_input(value, "a recurrent update")
+        tensors = {key: torch.as_tensor(array, device=device, dtype=torch.float32)}
+        if mask is not None:
+            tensors[key.replace("obs", "mask")] = torch.as_tensor(mask, device=device).bool()
+        return {name: t.reshape(*rows.shape, *t.shape[1:]) for name, t in tensors.items()}
 
     terminated = field("terminated", torch.bool)
     return batch_of_parsed_values(
         {
-            "obs": field("obs", torch.float32),
-            "obs_next": field("obs_next", torch.float32),
+            **observations("obs"),
+            **observations("obs_next"),
             "act": field("act", act_dtype),
             "rew": field("rew", torch.float32),
             "terminated": terminated,

@@ -21,6 +21,7 @@ from tianshou.utils.net.recurrent import RecurrentQNet
 from tianshou.utils.torch_utils import policy_within_training_step
 
 from examples.pomdp import pomdp_envs
+from examples.pomdp.pomdp_envs import CueRecallEnv
 
 
 def recurrent_policy(hidden_size: int = 16, cell: str = "lstm") -> RecurrentQLearningPolicy:
@@ -145,6 +146,72 @@ def test_update_trains_on_the_steps_after_burn_in_from_the_stored_state() -> Non
     assert stats.loss == pytest.approx(expected.item(), rel=1e-4)
 
 
+def cue_policy(hidden_size: int = 16) -> RecurrentQLearningPolicy:
+    return RecurrentQLearningPolicy(
+        model=RecurrentQNet(3, 3, hidden_size=hidden_size),
+        action_space=gym.spaces.Discrete(3),
+        eps_training=0.3,
+    )
+
+
+def cue_envs(num: int, seed: int) -> DummyVectorEnv:
+    envs = DummyVectorEnv([CueRecallEnv for _ in range(num)])
+    envs.seed(seed)
+    return envs
+
+
+def test_masked_acting_and_exploration_choose_legal_actions_only() -> None:
+    torch.manual_seed(0)
+    policy = cue_policy()
+    policy.set_eps_training(1.0)
+    buffer = VectorReplayBuffer(400, 4)
+    collector = Collector(policy, cue_envs(4, 0), buffer, exploration_noise=True)
+    collector.reset()
+    with policy_within_training_step(policy):
+        collector.collect(n_step=300)  # an illegal action would raise in the env
+    batch, _ = buffer.sample(0)
+    assert batch.obs.mask[np.arange(len(batch)), batch.act].all()
+    with pytest.raises(TypeError, match="array observations"):
+        policy(Batch(obs=Batch(pos=np.zeros((2, 3))), info={}))
+
+
+def test_masked_targets_bootstrap_from_the_best_legal_successor_action() -> None:
+    torch.manual_seed(0)
+    policy = cue_policy()
+    buffer = VectorReplayBuffer(200, 2)
+    collector = Collector(policy, cue_envs(2, 0), buffer, exploration_noise=True)
+    collector.reset()
+    with policy_within_training_step(policy):
+        collector.collect(n_step=100)
+    algorithm = make_r2d2(policy, gamma=0.9, burn_in=1, train_len=4)
+    starts = np.array([0, 1, 2, 100, 101])
+    batch = algorithm._preprocess_batch(buffer[starts], buffer, starts)
+    assert batch.obs.shape == (5, 5, 3) and batch.mask.dtype == torch.bool
+    assert torch.equal(batch.mask[:, 1:], batch.mask_next[:, :-1])
+    model = policy.model
+    state = {k: v.clone() for k, v in batch.state.items()}
+    with torch.no_grad():
+        q_steps = []
+        for t in range(5):
+            q, state = model(batch.obs[:, t], state)
+            q_steps.append(q)
+        q_all = torch.stack(q_steps, dim=1)
+        q_last_next, _ = model(batch.obs_next[:, 4], state)
+    q_taken = q_all[:, 1:].gather(-1, batch.act[:, 1:, None]).squeeze(-1)
+    successors = torch.cat([q_all[:, 2:], q_last_next[:, None]], dim=1)
+    legal = batch.mask_next[:, 1:]
+    next_value = successors.masked_fill(~legal, -torch.inf).max(-1).values
+    # after the choice the episode ends: its value is never used, only keep it finite
+    next_value = torch.where(torch.isfinite(next_value), next_value, torch.zeros(()))
+    assert (successors.argmax(-1) != successors.masked_fill(~legal, -torch.inf).argmax(-1)).any()
+    targets = algorithm._n_step_targets(batch, next_value)
+    valid = batch.valid[:, 1:]
+    expected = ((targets - q_taken).pow(2) * valid).sum() / valid.sum()
+    with policy_within_training_step(policy):
+        stats = algorithm._update_with_batch(batch)
+    assert stats.loss == pytest.approx(expected.item(), rel=1e-4)
+
+
 def test_bad_configuration_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="initial_state"):
         RecurrentQLearningPolicy(
@@ -216,3 +283,38 @@ def test_recurrent_dqn_solves_cartpole_without_velocities() -> None:
         )
     )
     assert result.best_reward >= 195.0
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_recurrent_dqn_solves_the_masked_memory_task() -> None:
+    np.random.seed(0)
+    torch.manual_seed(0)
+    policy = cue_policy(hidden_size=32)
+    algorithm = RecurrentDQN(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=3e-3),
+        gamma=0.9,
+        target_update_freq=20,
+        burn_in=0,
+        train_len=4,
+    )
+    collector = Collector(
+        algorithm, cue_envs(8, 0), VectorReplayBuffer(5000, 8), exploration_noise=True
+    )
+    collector.reset()
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=collector,
+            test_collector=Collector(algorithm, cue_envs(10, 2)),
+            max_epochs=4,
+            epoch_num_steps=1000,
+            collection_step_num_env_steps=16,
+            test_step_num_episodes=50,
+            batch_size=32,
+            update_step_num_gradient_steps_per_sample=0.25,
+            stop_fn=lambda mean_return: mean_return >= 0.98,
+            verbose=False,
+            show_progress=False,
+        )
+    )
+    assert result.best_reward >= 0.98

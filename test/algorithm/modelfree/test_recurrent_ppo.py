@@ -27,6 +27,7 @@ from tianshou.utils.net.recurrent import (
 from tianshou.utils.torch_utils import policy_within_training_step
 
 from examples.pomdp import pomdp_envs
+from examples.pomdp.pomdp_envs import CueRecallEnv
 
 
 def logits_categorical(logits: torch.Tensor) -> Categorical:
@@ -96,7 +97,74 @@ class TestCollection:
     def test_structured_observations_are_a_clear_error(self) -> None:
         policy = recurrent_policy()
         with pytest.raises(TypeError, match="array observations"):
-            policy(Batch(obs=Batch(obs=np.zeros((4, 2)), mask=np.ones((4, 2), bool)), info={}))
+            policy(Batch(obs=Batch(pos=np.zeros((4, 1)), angle=np.zeros((4, 1))), info={}))
+
+    def test_masked_actions_are_always_legal(self) -> None:
+        torch.manual_seed(0)
+        policy = cue_policy()
+        mask = np.random.default_rng(0).random((200, 3)) < 0.5
+        mask[~mask.any(axis=1), 1] = True
+        batch = Batch(obs=Batch(obs=np.zeros((200, 3)), mask=mask), info={})
+        for training in (True, False):
+            policy.deterministic_eval = not training
+            with policy_within_training_step(policy, enabled=training):
+                act = policy(batch).act
+            assert mask[np.arange(200), np.asarray(act)].all()
+
+    def test_an_observation_without_legal_actions_is_a_clear_error(self) -> None:
+        mask = np.ones((4, 3), dtype=bool)
+        mask[2] = False
+        batch = Batch(obs=Batch(obs=np.zeros((4, 3)), mask=mask), info={"env_id": np.arange(4)})
+        with pytest.raises(ValueError, match=r"row 2 \(env_id 2\) allows no action"):
+            cue_policy()(batch)
+
+
+def cue_policy(hidden_size: int = 16) -> RecurrentActorCriticPolicy:
+    """A recurrent policy for :class:`CueRecallEnv` (masked observations, three actions)."""
+    return RecurrentActorCriticPolicy(
+        actor=RecurrentDiscreteActor(3, 3, hidden_size=hidden_size),
+        critic=RecurrentValueNet(3, hidden_size=hidden_size),
+        dist_fn=logits_categorical,
+        action_space=gym.spaces.Discrete(3),
+        deterministic_eval=True,
+    )
+
+
+def cue_envs(num: int, seed: int) -> DummyVectorEnv:
+    envs = DummyVectorEnv([CueRecallEnv for _ in range(num)])
+    envs.seed(seed)
+    return envs
+
+
+class TestMaskedSequenceUpdate:
+    def test_log_probs_and_entropies_are_those_of_the_masked_distribution(self) -> None:
+        torch.manual_seed(0)
+        policy = cue_policy()
+        buffer = VectorReplayBuffer(64, 2)
+        collector = Collector(policy, cue_envs(2, 0), buffer)
+        collector.reset()
+        with policy_within_training_step(policy):
+            collector.collect(n_step=40)  # illegal actions would raise in the env
+        algorithm = RecurrentPPO(
+            policy=policy, optim=TorchOptimizerFactory(torch.optim.SGD, lr=0.0), chunk_len=3
+        )
+        batch, indices = buffer.sample(0)
+        out = algorithm._preprocess_batch(batch, buffer, indices)
+        state = {k: torch.as_tensor(v) for k, v in batch.policy.state_in.actor.items()}
+        with torch.no_grad():
+            logits, _ = policy.actor(batch.obs.obs, state)
+        legal = torch.as_tensor(batch.obs.mask)
+        masked = Categorical(logits=logits.masked_fill(~legal, -1e9))
+        act = torch.as_tensor(batch.act)
+        assert torch.allclose(out.logp_old, masked.log_prob(act), atol=1e-5)
+        chunks = algorithm._require_chunks()
+        _, entropy = algorithm._chunk_log_prob(chunks, act)
+        real = chunks.rows[chunks.valid]
+        assert torch.allclose(entropy[chunks.valid], masked.entropy()[real], atol=1e-5)
+        # while waiting only one action is legal: it is certain, and has no entropy
+        waiting = ~batch.obs.mask[:, 1]
+        assert waiting.any()
+        assert torch.allclose(out.logp_old[waiting], torch.zeros(int(waiting.sum())))
 
 
 class TestSequenceUpdate:
@@ -323,3 +391,57 @@ def test_feed_forward_ppo_fails_cartpole_without_velocities() -> None:
     )
     # the same budget as the recurrent test; without memory the pole cannot be balanced
     assert train_on_hidden_velocity_cartpole(algorithm, seed=0, max_epochs=30) < 120.0
+
+
+def cue_recall_return(algorithm: PPO) -> float:
+    collector = Collector(algorithm, cue_envs(10, 1))
+    collector.reset()
+    return float(collector.collect(n_episode=50).returns.mean())
+
+
+def train_on_cue_recall(algorithm: PPO, max_epochs: int) -> float:
+    """Best test return (50 episodes) of PPO trained on the masked memory task."""
+    result = algorithm.run_training(
+        OnPolicyTrainerParams(
+            training_collector=Collector(algorithm, cue_envs(8, 0), VectorReplayBuffer(512, 8)),
+            test_collector=Collector(algorithm, cue_envs(10, 2)),
+            max_epochs=max_epochs,
+            epoch_num_steps=1024,
+            collection_step_num_env_steps=256,
+            update_step_num_repetitions=4,
+            batch_size=64,
+            test_step_num_episodes=50,
+            stop_fn=lambda mean_return: mean_return >= 0.98,
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    return result.best_reward
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_recurrent_ppo_solves_the_masked_memory_task() -> None:
+    torch.manual_seed(0)
+    algorithm = RecurrentPPO(
+        policy=cue_policy(hidden_size=32), optim=AdamOptimizerFactory(lr=3e-3), chunk_len=8
+    )
+    assert cue_recall_return(algorithm) <= 0.75
+    assert train_on_cue_recall(algorithm, max_epochs=4) >= 0.98
+    assert cue_recall_return(algorithm) >= 0.98
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_feed_forward_ppo_cannot_recall_the_cue() -> None:
+    torch.manual_seed(0)
+    policy = DiscreteActorPolicy(
+        actor=DiscreteActor(preprocess_net=Net(state_shape=3, hidden_sizes=[32]), action_shape=3),
+        dist_fn=Categorical,
+        action_space=gym.spaces.Discrete(3),
+        deterministic_eval=True,
+    )
+    algorithm = PPO(
+        policy=policy,
+        critic=DiscreteCritic(preprocess_net=Net(state_shape=3, hidden_sizes=[32])),
+        optim=AdamOptimizerFactory(lr=3e-3),
+    )
+    assert train_on_cue_recall(algorithm, max_epochs=2) <= 0.75

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tianshou.algorithm._lagged_mixins import LaggedNetworkFullUpdateAlgorithmMixin
+from tianshou.algorithm._masking import array_input, mask_q_values
 from tianshou.algorithm._sequences import masked_mean, replay_sequences
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, PolicyState
@@ -70,12 +71,15 @@ class RecurrentQLearningPolicy(DiscreteQLearningPolicy):
         model: nn.Module | None = None,
         **kwargs: Any,
     ) -> Batch:
-        """Greedy actions for one step; also ``policy.state_in``, the state the step began in."""
-        if isinstance(batch.obs, Batch | dict):
-            raise TypeError("RecurrentQLearningPolicy takes array observations, not a Batch/dict")
+        """Greedy actions for one step; also ``policy.state_in``, the state the step began in.
+
+        A masked observation (an array ``obs`` and a boolean ``mask``) restricts the greedy
+        and the random actions to the legal ones.
+        """
+        obs, _ = array_input(batch.obs, type(self).__name__)
         initial: Any = state
         if initial is None:
-            initial = self.model.initial_state(len(batch.obs))  # type: ignore[operator]
+            initial = self.model.initial_state(len(obs))  # type: ignore[operator]
         result = super().forward(batch, initial, model)
         result.policy = batch_of_parsed_values({"state_in": numpy_state(initial)})
         return result
@@ -166,7 +170,7 @@ class RecurrentDQN(
         online_q, _ = self.policy.model(extended[:, burn:], state)
         q_taken = online_q[:, :-1].gather(-1, batch.act[:, burn:, None]).squeeze(-1)
         with torch.no_grad():
-            next_act = online_q[:, 1:].argmax(-1, keepdim=True)
+            next_act = self._greedy_successor_actions(batch, online_q[:, 1:])
             next_value = target_q[:, burn + 1 :].gather(-1, next_act).squeeze(-1)
             targets = self._n_step_targets(batch, next_value)
         trained = batch.valid[:, burn:]
@@ -177,6 +181,16 @@ class RecurrentDQN(
         loss = masked_mean(errors, trained)
         (loss_value,) = self.optim.step_with_loss_values(loss)
         return SimpleLossTrainingStats(loss=loss_value)
+
+    def _greedy_successor_actions(self, batch: Batch, next_q: torch.Tensor) -> torch.Tensor:
+        """The online network's greedy legal action ``(B, train_len, 1)`` in every trained
+        step's successor. A successor that allows no action (a game's end) takes action 0,
+        whose value the target discards as that of a terminal state."""
+        if "mask_next" not in batch:
+            return next_q.argmax(-1, keepdim=True)
+        legal = batch.mask_next[:, self.burn_in :]
+        legal = legal | ~legal.any(dim=-1, keepdim=True)
+        return mask_q_values(next_q, legal).argmax(-1, keepdim=True)
 
     def _n_step_targets(self, batch: Batch, next_value: torch.Tensor) -> torch.Tensor:
         """n-step targets of the trained steps, ``(B, train_len)``.

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch.distributions import Distribution
 
+from tianshou.algorithm._masking import Mask, array_input, check_mask, masked_categorical
 from tianshou.algorithm._sequences import (
     chunk_rows,
     masked_mean,
@@ -92,7 +93,9 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
         :return: a Batch with ``logits``, ``act``, ``dist``, ``state`` (the next states) and,
             inside training steps, ``policy.state_in`` (the states this step started from).
         """
-        obs = _array_obs(batch.obs)
+        obs, mask = array_input(batch.obs, type(self).__name__)
+        if mask is not None:
+            check_mask(mask, batch.get("info"))
         training = self.is_within_training_step
         if training:  # converted once for both networks
             obs = torch.as_tensor(
@@ -100,7 +103,7 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
             )
         states = self._states_or_zeros(state, len(obs))
         dist_input, actor_next = self.actor(obs, states["actor"])
-        dist = self.dist_fn(dist_input)
+        dist = masked_categorical(self.dist_fn(dist_input), mask)
         act = dist.mode if self.deterministic_eval and not training else dist.sample()
         result: dict[str, Any] = {"logits": dist_input, "act": act, "dist": dist}
         if training:
@@ -128,19 +131,20 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
             ),
         }
 
-    def sequence_dist(self, obs: torch.Tensor, actor_state: dict[str, Any]) -> Distribution:
-        """The action distribution at every step of ``obs`` ``(B, T, ...)`` from ``actor_state``."""
+    def sequence_dist(
+        self, obs: torch.Tensor, actor_state: dict[str, Any], mask: Mask | None = None
+    ) -> Distribution:
+        """The action distribution at every step of ``obs`` ``(B, T, ...)`` from ``actor_state``.
+
+        :param mask: the legal-action mask of every step ``(B, T, n_actions)``, if any; the
+            distribution is then the one over the legal actions, as when acting.
+        """
         dist_input, _ = self.actor(obs, actor_state)
-        return self.dist_fn(dist_input)
+        return masked_categorical(self.dist_fn(dist_input), mask)
 
 
-def _array_obs(obs: Any) -> Any:
-    if isinstance(obs, Batch | dict):
-        raise TypeError(
-            "recurrent policies take array observations; structured (Dict/masked) observations "
-            "are not supported by RecurrentActorCriticPolicy"
-        )
-    return obs
+def _network_input(obs: Any) -> Any:
+    return array_input(obs, "RecurrentActorCriticPolicy")[0]
 
 
 @dataclass
@@ -153,6 +157,8 @@ class _Chunks:
     """``(N, L)`` True for real steps, False for padding."""
     obs: torch.Tensor
     """All observations of the batch as one float tensor (gathered by ``rows``)."""
+    mask: torch.Tensor | None
+    """All legal-action masks of the batch (gathered by ``rows``), or None without masks."""
     actor_state: dict[str, Any]
     """The actor's stored state at every chunk's first step."""
     critic_state: dict[str, Any]
@@ -171,6 +177,7 @@ class _Chunks:
             rows=self.rows[ids],
             valid=self.valid[ids],
             obs=self.obs,
+            mask=self.mask,
             actor_state=_select_state(self.actor_state, ids),
             critic_state=_select_state(self.critic_state, ids),
             run_end_rows=self.run_end_rows,
@@ -235,10 +242,12 @@ class RecurrentA2C(A2C):
         starts = segment_starts(buffer, indices, batch.terminated | batch.truncated)
         rows, valid = chunk_rows(starts, self.chunk_len)
         first = rows[:, 0]
+        obs, mask = array_input(batch.obs, type(self).__name__)
         self._chunks = _Chunks(
             rows=torch.as_tensor(rows, device=device),
             valid=torch.as_tensor(valid, device=device),
-            obs=torch.as_tensor(_array_obs(batch.obs), device=device, dtype=torch.float32),
+            obs=torch.as_tensor(obs, device=device, dtype=torch.float32),
+            mask=None if mask is None else torch.as_tensor(mask, device=device).bool(),
             actor_state=state_rows(batch.policy.state_in.actor, first, device),
             critic_state=state_rows(batch.policy.state_in.critic, first, device),
             run_end_rows=np.flatnonzero(run_ends(starts)),
@@ -270,7 +279,7 @@ class RecurrentA2C(A2C):
         device = v_s.device
         end_state = state_rows(batch.policy.hidden_state.critic, end_rows, device)
         with torch.no_grad():
-            bootstrap, _ = self.critic(_array_obs(batch.obs_next)[end_rows], end_state)
+            bootstrap, _ = self.critic(_network_input(batch.obs_next)[end_rows], end_state)
         v_next[torch.as_tensor(end_rows, device=device)] = bootstrap.reshape(-1)
         return v_s, v_next
 
@@ -300,7 +309,8 @@ class RecurrentA2C(A2C):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log-probabilities, entropies)`` of the stored actions, both ``(N, L)``."""
         policy: RecurrentActorCriticPolicy = self.policy  # type: ignore[assignment]
-        dist = policy.sequence_dist(chunks.obs[chunks.rows], chunks.actor_state)
+        mask = None if chunks.mask is None else chunks.mask[chunks.rows]
+        dist = policy.sequence_dist(chunks.obs[chunks.rows], chunks.actor_state, mask)
         log_prob = dist.log_prob(act[chunks.rows])
         entropy = dist.entropy()
         return _per_step(log_prob, chunks.rows.shape), _per_step(entropy, chunks.rows.shape)
