@@ -8,6 +8,7 @@ and legal-action masks together.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -69,44 +70,56 @@ class CueRecallEnv(gym.Env):
 
     Observations are dicts of ``obs`` (cue left, cue right, choice now) and the boolean
     ``mask`` over the actions (``WAIT``, ``LEFT``, ``RIGHT``): the masking convention every
-    discrete-action policy of the library honours.
+    discrete-action policy of the library honours. With ``dict_obs`` the network input ``obs``
+    is itself a dict, ``cue`` (0 none, 1 left, 2 right) and ``choosing`` (0 or 1), for
+    networks that encode structured observations.
 
     :param delay: blank steps between the cue and the choice.
+    :param dict_obs: give ``obs`` as a dict of ``cue`` and ``choosing`` instead of an array.
     """
 
     WAIT, LEFT, RIGHT = 0, 1, 2
 
-    def __init__(self, delay: int = 3) -> None:
+    def __init__(self, delay: int = 3, dict_obs: bool = False) -> None:
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         self.delay = delay
+        self.dict_obs = dict_obs
+        network_input: gym.Space = (
+            gym.spaces.Dict({"cue": gym.spaces.Discrete(3), "choosing": gym.spaces.MultiBinary(1)})
+            if dict_obs
+            else gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+        )
         self.observation_space = gym.spaces.Dict(
-            {"obs": gym.spaces.Box(0.0, 1.0, (3,), np.float32), "mask": gym.spaces.MultiBinary(3)}
+            {"obs": network_input, "mask": gym.spaces.MultiBinary(3)}
         )
         self.action_space = gym.spaces.Discrete(3)
         self._cue = self.LEFT
         self._step = 0
         self._mask = np.zeros(3, dtype=bool)
 
-    def _observe(self) -> dict[str, np.ndarray]:
-        obs = np.zeros(3, dtype=np.float32)
-        if self._step == 0:
-            obs[self._cue - 1] = 1.0
+    def _observe(self) -> dict[str, Any]:
+        cue = self._cue if self._step == 0 else 0
         choosing = self._step == self.delay
-        if choosing:
-            obs[2] = 1.0
         self._mask = np.array([not choosing, choosing, choosing])
-        return {"obs": obs, "mask": self._mask.copy()}
+        if self.dict_obs:
+            network_input: Any = {"cue": cue, "choosing": np.array([choosing], dtype=np.int8)}
+        else:
+            network_input = np.zeros(3, dtype=np.float32)
+            if cue:
+                network_input[cue - 1] = 1.0
+            network_input[2] = float(choosing)
+        return {"obs": network_input, "mask": self._mask.copy()}
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None
-    ) -> tuple[dict[str, np.ndarray], dict]:
+    ) -> tuple[dict[str, Any], dict]:
         super().reset(seed=seed)
         self._cue = self.LEFT if self.np_random.random() < 0.5 else self.RIGHT
         self._step = 0
         return self._observe(), {}
 
-    def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict]:
         if not self._mask[action]:
             raise ValueError(f"illegal action {action}; legal: {np.flatnonzero(self._mask)}")
         if self._step == self.delay:

@@ -49,23 +49,6 @@ def split_masked_obs(obs: Any) -> tuple[Any, Mask | None]:
     return obs.__dict__.get("obs", obs), mask
 
 
-def array_input(obs: Any, owner: str) -> tuple[Any, Mask | None]:
-    """``(network input, mask)`` of an observation batch for networks that take arrays only
-    (the recurrent ones): a plain array, or a masked observation whose ``obs`` is an array.
-
-    :param owner: what needs the array, for the error message.
-    :raises TypeError: for a structured (Dict) network input.
-    """
-    network_obs, mask = split_masked_obs(obs)
-    if isinstance(network_obs, Batch | dict):
-        raise TypeError(
-            f"{owner} takes array observations, optionally with a legal-action mask "
-            "(a Batch of an array 'obs' and a boolean 'mask'); structured (Dict) observations "
-            f"are not supported, got keys {sorted(network_obs.keys())}"
-        )
-    return network_obs, mask
-
-
 def network_input(obs: Any) -> Any:
     """What a network sees of ``obs``: ``obs.obs`` when it carries a mask, else ``obs`` itself
     (critics of masked environments read the same input as their actors)."""

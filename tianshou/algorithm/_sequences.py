@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tianshou.algorithm._masking import array_input
+from tianshou.algorithm._masking import split_masked_obs
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
@@ -110,8 +110,10 @@ def replay_sequences(
     :return: a Batch with leading shape ``(B, seq_len)``: ``obs``, ``obs_next``, ``act``, ``rew``,
         ``terminated``, ``done`` (terminated or truncated) and ``valid`` (False for padding after
         an episode's end), and ``state``, the stored ``policy.state_in`` of every first step.
-        Masked observations give their arrays as ``obs``/``obs_next`` and their legal-action
-        masks as ``mask``/``mask_next`` (boolean).
+        Flat observations are float tensors; structured ones (dicts, images for a
+        ``preprocess_net``) are Batches of tensors that keep their dtypes. Masked observations
+        give their network inputs as ``obs``/``obs_next`` and their legal-action masks as
+        ``mask``/``mask_next`` (boolean).
     :raises TypeError: for a prioritized buffer (its weights would be ignored).
     :raises ValueError: if the buffer holds no stored states.
     """
@@ -135,14 +137,14 @@ def replay_sequences(
         value = value.reshape(*rows.shape, *value.shape[1:])
         return torch.as_tensor(value, device=device, dtype=dtype)
 
-    def observations(key: str) -> dict[str, torch.Tensor]:
-        # frame-stacked as the buffer's own indexing does; a mask travels beside its array
-        value = buffer.get(flat, key, stack_num=None)
-        array, mask = array_input(value, "a recurrent update")
-        tensors = {key: torch.as_tensor(array, device=device, dtype=torch.float32)}
+    def observations(key: str) -> dict[str, Any]:
+        # frame-stacked as the buffer's own indexing does; a mask travels beside its input
+        network_obs, mask = split_masked_obs(buffer.get(flat, key, stack_num=None))
+        sequences = {key: _sequence_tensors(network_obs, rows.shape, device)}
         if mask is not None:
-            tensors[key.replace("obs", "mask")] = torch.as_tensor(mask, device=device).bool()
-        return {name: t.reshape(*rows.shape, *t.shape[1:]) for name, t in tensors.items()}
+            legal = torch.as_tensor(mask, device=device).bool()
+            sequences[key.replace("obs", "mask")] = legal.reshape(*rows.shape, *legal.shape[1:])
+        return sequences
 
     terminated = field("terminated", torch.bool)
     return batch_of_parsed_values(
@@ -157,3 +159,25 @@ def replay_sequences(
             "state": state_rows(policy.state_in, slice(None), device),
         }
     )
+
+
+def _sequence_tensors(
+    obs: Any, leading: tuple[int, ...], device: torch.device | None, keep_dtype: bool = False
+) -> Any:
+    """Observations gathered for ``B * T`` rows as tensors of leading shape ``(B, T)``: flat
+    ones as floats, the entries of structured ones in their own dtypes (``uint8`` images)."""
+    if isinstance(obs, Batch):
+        return Batch(
+            {key: _sequence_tensors(value, leading, device, True) for key, value in obs.items()}
+        )
+    tensor = torch.as_tensor(obs, device=device, dtype=None if keep_dtype else torch.float32)
+    return tensor.reshape(*leading, *tensor.shape[1:])
+
+
+def successors_extended(obs: Any, obs_next: Any) -> Any:
+    """``o_0`` followed by every step's next observation, ``(B, T + 1, ...)``: one pass of a
+    network over it values every step (positions ``0..T-1``) and every successor (``1..T``),
+    since within an episode ``obs_next[t] == obs[t + 1]``."""
+    if isinstance(obs, Batch):
+        return Batch({key: successors_extended(obs[key], obs_next[key]) for key in obs.get_keys()})
+    return torch.cat([obs[:, :1], obs_next], dim=1)

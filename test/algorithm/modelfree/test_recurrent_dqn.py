@@ -1,5 +1,7 @@
 """Tests of R2D2-style recurrent DQN: stored states, sequence replay, burn-in, n-step targets."""
 
+from functools import partial
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from tianshou.data import (
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
+from tianshou.utils.net.dict_encoder import DictEncoder
 from tianshou.utils.net.recurrent import RecurrentQNet
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -146,16 +149,20 @@ def test_update_trains_on_the_steps_after_burn_in_from_the_stored_state() -> Non
     assert stats.loss == pytest.approx(expected.item(), rel=1e-4)
 
 
-def cue_policy(hidden_size: int = 16) -> RecurrentQLearningPolicy:
+def cue_policy(hidden_size: int = 16, dict_obs: bool = False) -> RecurrentQLearningPolicy:
+    encoder = None
+    if dict_obs:
+        space = CueRecallEnv(dict_obs=True).observation_space["obs"]
+        encoder = DictEncoder(observation_space=space, hidden_sizes=[16])  # type: ignore[arg-type]
     return RecurrentQLearningPolicy(
-        model=RecurrentQNet(3, 3, hidden_size=hidden_size),
+        model=RecurrentQNet(16 if dict_obs else 3, 3, hidden_size, preprocess_net=encoder),
         action_space=gym.spaces.Discrete(3),
         eps_training=0.3,
     )
 
 
-def cue_envs(num: int, seed: int) -> DummyVectorEnv:
-    envs = DummyVectorEnv([CueRecallEnv for _ in range(num)])
+def cue_envs(num: int, seed: int, dict_obs: bool = False) -> DummyVectorEnv:
+    envs = DummyVectorEnv([partial(CueRecallEnv, dict_obs=dict_obs) for _ in range(num)])
     envs.seed(seed)
     return envs
 
@@ -171,7 +178,7 @@ def test_masked_acting_and_exploration_choose_legal_actions_only() -> None:
         collector.collect(n_step=300)  # an illegal action would raise in the env
     batch, _ = buffer.sample(0)
     assert batch.obs.mask[np.arange(len(batch)), batch.act].all()
-    with pytest.raises(TypeError, match="array observations"):
+    with pytest.raises(TypeError, match="need a preprocess_net"):
         policy(Batch(obs=Batch(pos=np.zeros((2, 3))), info={}))
 
 
@@ -286,10 +293,11 @@ def test_recurrent_dqn_solves_cartpole_without_velocities() -> None:
 
 
 @pytest.mark.usefixtures("single_thread")
-def test_recurrent_dqn_solves_the_masked_memory_task() -> None:
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_recurrent_dqn_solves_the_masked_memory_task(dict_obs: bool) -> None:
     np.random.seed(0)
     torch.manual_seed(0)
-    policy = cue_policy(hidden_size=32)
+    policy = cue_policy(hidden_size=32, dict_obs=dict_obs)
     algorithm = RecurrentDQN(
         policy=policy,
         optim=AdamOptimizerFactory(lr=3e-3),
@@ -299,13 +307,13 @@ def test_recurrent_dqn_solves_the_masked_memory_task() -> None:
         train_len=4,
     )
     collector = Collector(
-        algorithm, cue_envs(8, 0), VectorReplayBuffer(5000, 8), exploration_noise=True
+        algorithm, cue_envs(8, 0, dict_obs), VectorReplayBuffer(5000, 8), exploration_noise=True
     )
     collector.reset()
     result = algorithm.run_training(
         OffPolicyTrainerParams(
             training_collector=collector,
-            test_collector=Collector(algorithm, cue_envs(10, 2)),
+            test_collector=Collector(algorithm, cue_envs(10, 2, dict_obs)),
             max_epochs=4,
             epoch_num_steps=1000,
             collection_step_num_env_steps=16,

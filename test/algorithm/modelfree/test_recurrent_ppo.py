@@ -1,5 +1,7 @@
 """Tests of recurrent A2C/PPO: stored states, sequence chunks, padding-free losses, learning."""
 
+from functools import partial
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from tianshou.data import Batch, Collector, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.net.common import Net
+from tianshou.utils.net.dict_encoder import DictEncoder
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 from tianshou.utils.net.recurrent import (
     RecurrentDiscreteActor,
@@ -96,7 +99,7 @@ class TestCollection:
 
     def test_structured_observations_are_a_clear_error(self) -> None:
         policy = recurrent_policy()
-        with pytest.raises(TypeError, match="array observations"):
+        with pytest.raises(TypeError, match="need a preprocess_net"):
             policy(Batch(obs=Batch(pos=np.zeros((4, 1)), angle=np.zeros((4, 1))), info={}))
 
     def test_masked_actions_are_always_legal(self) -> None:
@@ -119,19 +122,30 @@ class TestCollection:
             cue_policy()(batch)
 
 
-def cue_policy(hidden_size: int = 16) -> RecurrentActorCriticPolicy:
+def cue_encoder() -> DictEncoder:
+    """Encodes :class:`CueRecallEnv`'s dict network inputs (``dict_obs=True``)."""
+    space = CueRecallEnv(dict_obs=True).observation_space["obs"]
+    return DictEncoder(observation_space=space, hidden_sizes=[16])  # type: ignore[arg-type]
+
+
+def cue_policy(hidden_size: int = 16, dict_obs: bool = False) -> RecurrentActorCriticPolicy:
     """A recurrent policy for :class:`CueRecallEnv` (masked observations, three actions)."""
+    obs_dim = 16 if dict_obs else 3
     return RecurrentActorCriticPolicy(
-        actor=RecurrentDiscreteActor(3, 3, hidden_size=hidden_size),
-        critic=RecurrentValueNet(3, hidden_size=hidden_size),
+        actor=RecurrentDiscreteActor(
+            obs_dim, 3, hidden_size, preprocess_net=cue_encoder() if dict_obs else None
+        ),
+        critic=RecurrentValueNet(
+            obs_dim, hidden_size, preprocess_net=cue_encoder() if dict_obs else None
+        ),
         dist_fn=logits_categorical,
         action_space=gym.spaces.Discrete(3),
         deterministic_eval=True,
     )
 
 
-def cue_envs(num: int, seed: int) -> DummyVectorEnv:
-    envs = DummyVectorEnv([CueRecallEnv for _ in range(num)])
+def cue_envs(num: int, seed: int, dict_obs: bool = False) -> DummyVectorEnv:
+    envs = DummyVectorEnv([partial(CueRecallEnv, dict_obs=dict_obs) for _ in range(num)])
     envs.seed(seed)
     return envs
 
@@ -393,18 +407,20 @@ def test_feed_forward_ppo_fails_cartpole_without_velocities() -> None:
     assert train_on_hidden_velocity_cartpole(algorithm, seed=0, max_epochs=30) < 120.0
 
 
-def cue_recall_return(algorithm: PPO) -> float:
-    collector = Collector(algorithm, cue_envs(10, 1))
+def cue_recall_return(algorithm: PPO, dict_obs: bool = False) -> float:
+    collector = Collector(algorithm, cue_envs(10, 1, dict_obs))
     collector.reset()
     return float(collector.collect(n_episode=50).returns.mean())
 
 
-def train_on_cue_recall(algorithm: PPO, max_epochs: int) -> float:
+def train_on_cue_recall(algorithm: PPO, max_epochs: int, dict_obs: bool = False) -> float:
     """Best test return (50 episodes) of PPO trained on the masked memory task."""
     result = algorithm.run_training(
         OnPolicyTrainerParams(
-            training_collector=Collector(algorithm, cue_envs(8, 0), VectorReplayBuffer(512, 8)),
-            test_collector=Collector(algorithm, cue_envs(10, 2)),
+            training_collector=Collector(
+                algorithm, cue_envs(8, 0, dict_obs), VectorReplayBuffer(512, 8)
+            ),
+            test_collector=Collector(algorithm, cue_envs(10, 2, dict_obs)),
             max_epochs=max_epochs,
             epoch_num_steps=1024,
             collection_step_num_env_steps=256,
@@ -420,14 +436,17 @@ def train_on_cue_recall(algorithm: PPO, max_epochs: int) -> float:
 
 
 @pytest.mark.usefixtures("single_thread")
-def test_recurrent_ppo_solves_the_masked_memory_task() -> None:
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_recurrent_ppo_solves_the_masked_memory_task(dict_obs: bool) -> None:
     torch.manual_seed(0)
     algorithm = RecurrentPPO(
-        policy=cue_policy(hidden_size=32), optim=AdamOptimizerFactory(lr=3e-3), chunk_len=8
+        policy=cue_policy(hidden_size=32, dict_obs=dict_obs),
+        optim=AdamOptimizerFactory(lr=3e-3),
+        chunk_len=8,
     )
-    assert cue_recall_return(algorithm) <= 0.75
-    assert train_on_cue_recall(algorithm, max_epochs=4) >= 0.98
-    assert cue_recall_return(algorithm) >= 0.98
+    assert cue_recall_return(algorithm, dict_obs) <= 0.75
+    assert train_on_cue_recall(algorithm, max_epochs=4, dict_obs=dict_obs) >= 0.98
+    assert cue_recall_return(algorithm, dict_obs) >= 0.98
 
 
 @pytest.mark.usefixtures("single_thread")

@@ -15,6 +15,7 @@ from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+from tianshou.utils.net.dict_encoder import DictEncoder
 from tianshou.utils.net.recurrent import (
     RecurrentDiscreteActor,
     RecurrentGaussianActor,
@@ -162,6 +163,59 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+class CameraPendulum(gym.ObservationWrapper):
+    """The velocity-hidden pendulum observed as a dict: its angle, and a camera image whose
+    brightness is the angle's cosine (a structured observation with an image entry)."""
+
+    def __init__(self) -> None:
+        super().__init__(pomdp_envs.pendulum_without_velocity())
+        self.observation_space = gym.spaces.Dict(
+            {
+                "angle": self.env.observation_space,
+                "camera": gym.spaces.Box(0, 255, (6, 6, 1), dtype=np.uint8),
+            }
+        )
+
+    def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        brightness = np.uint8(127.5 * (1.0 + observation[0]))
+        return {"angle": observation, "camera": np.full((6, 6, 1), brightness, dtype=np.uint8)}
+
+
+def test_structured_observations_train_through_their_encoders() -> None:
+    torch.manual_seed(0)
+    space = CameraPendulum().observation_space
+
+    def encoder() -> DictEncoder:
+        return DictEncoder(observation_space=space, hidden_sizes=[8])  # type: ignore[arg-type]
+
+    policy = RecurrentSACPolicy(
+        actor=RecurrentGaussianActor(
+            8, 1, hidden_size=8, conditioned_sigma=True, preprocess_net=encoder()
+        ),
+        critic=RecurrentQCritic(8, 1, hidden_size=8, preprocess_net=encoder()),
+        critic2=RecurrentQCritic(8, 1, hidden_size=8, preprocess_net=encoder()),
+        action_space=SPACE,
+    )
+    adam = AdamOptimizerFactory(lr=1e-2)
+    algorithm = RecurrentSAC(
+        policy=policy, policy_optim=adam, critic_optim=adam, burn_in=2, train_len=4
+    )
+    envs = DummyVectorEnv([CameraPendulum for _ in range(2)])
+    envs.seed(0)
+    buffer = VectorReplayBuffer(80, 2)
+    collector = Collector(algorithm, envs, buffer)
+    collector.reset()
+    with policy_within_training_step(policy):
+        collector.collect(n_step=60)
+    cnn = [policy.actor, policy.critic, policy.critic2]
+    before = [n.encoder.preprocess_net.image_encoders["camera"].net[0].weight.clone() for n in cnn]
+    with policy_within_training_step(policy):
+        stats = algorithm.update(buffer, 8)
+    assert np.isfinite([stats.actor_loss, stats.critic1_loss, stats.critic2_loss]).all()
+    after = [n.encoder.preprocess_net.image_encoders["camera"].net[0].weight for n in cnn]
+    assert all(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
 
 
 @pytest.mark.slow

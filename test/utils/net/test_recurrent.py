@@ -1,9 +1,12 @@
 """Tests of the sequence-capable recurrent networks in tianshou/utils/net/recurrent.py."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from tianshou.data import Batch
+from tianshou.utils.net.dict_encoder import DictEncoder
 from tianshou.utils.net.recurrent import (
     RecurrentDiscreteActor,
     RecurrentGaussianActor,
@@ -102,3 +105,50 @@ def test_bad_shapes_are_clear_errors() -> None:
         net(np.zeros((2, 4)))
     with pytest.raises(ValueError, match="recurrent state must have shape"):
         net(np.zeros((2, 3)), {"hidden": torch.zeros(5, 1, 4), "cell": torch.zeros(5, 1, 4)})
+
+
+CAMERA_SPACE = gym.spaces.Dict(
+    {
+        "goal": gym.spaces.Discrete(3),
+        "camera": gym.spaces.Box(0, 255, (6, 6, 1), dtype=np.uint8),
+    }
+)
+
+
+def dict_observations(leading: tuple[int, ...], seed: int = 0) -> Batch:
+    rng = np.random.default_rng(seed)
+    return Batch(
+        goal=rng.integers(3, size=leading),
+        camera=rng.integers(0, 256, size=(*leading, 6, 6, 1), dtype=np.uint8),
+    )
+
+
+def test_a_preprocess_net_encodes_structured_observations_in_steps_and_sequences() -> None:
+    torch.manual_seed(0)
+    encoder = DictEncoder(observation_space=CAMERA_SPACE, hidden_sizes=[16])
+    actor = RecurrentDiscreteActor(obs_dim=16, action_num=2, hidden_size=8, preprocess_net=encoder)
+    obs = dict_observations((3, 5))
+    logits, final = actor(obs, sequence=True)
+    assert logits.shape == (3, 5, 2)
+    state = None
+    for t in range(5):
+        step_logits, state = actor(obs[:, t], state)  # one step: the default with a preprocess_net
+        assert torch.allclose(step_logits, logits[:, t], atol=1e-6)
+    assert torch.allclose(state["hidden"], final["hidden"], atol=1e-6)
+    # the image encoder is trained with the recurrent layer
+    logits.sum().backward()
+    assert encoder.image_encoders["camera"].net[0].weight.grad is not None
+
+
+def test_structured_observations_without_a_preprocess_net_are_a_clear_error() -> None:
+    actor = RecurrentDiscreteActor(obs_dim=2, action_num=2)
+    with pytest.raises(TypeError, match="need a preprocess_net"):
+        actor(dict_observations((4,)))
+    with pytest.raises(ValueError, match="sequence=True"):
+        actor(np.zeros((4, 2)), sequence=True)
+
+
+def test_the_preprocess_net_width_must_be_obs_dim() -> None:
+    encoder = DictEncoder(observation_space=CAMERA_SPACE, hidden_sizes=[16])
+    with pytest.raises(ValueError, match="width of the preprocess_net's features, 16"):
+        RecurrentValueNet(obs_dim=8, preprocess_net=encoder)

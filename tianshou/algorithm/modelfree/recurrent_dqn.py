@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from tianshou.algorithm._lagged_mixins import LaggedNetworkFullUpdateAlgorithmMixin
-from tianshou.algorithm._masking import array_input, mask_q_values
-from tianshou.algorithm._sequences import masked_mean, replay_sequences
+from tianshou.algorithm._masking import mask_q_values, network_input
+from tianshou.algorithm._sequences import masked_mean, replay_sequences, successors_extended
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, PolicyState
 from tianshou.algorithm.modelfree._stored_state import numpy_state
@@ -73,10 +73,10 @@ class RecurrentQLearningPolicy(DiscreteQLearningPolicy):
     ) -> Batch:
         """Greedy actions for one step; also ``policy.state_in``, the state the step began in.
 
-        A masked observation (an array ``obs`` and a boolean ``mask``) restricts the greedy
-        and the random actions to the legal ones.
+        A masked observation (the network input ``obs`` and a boolean ``mask``) restricts the
+        greedy and the random actions to the legal ones.
         """
-        obs, _ = array_input(batch.obs, type(self).__name__)
+        obs = network_input(batch.obs)
         initial: Any = state
         if initial is None:
             initial = self.model.initial_state(len(obs))  # type: ignore[operator]
@@ -160,14 +160,15 @@ class RecurrentDQN(
         self._iter += 1
         # observations o_0 .. o_{T-1} then the last next observation: one pass values every
         # step and every successor (within an episode obs_next[t] == obs[t + 1])
-        extended = torch.cat([batch.obs[:, :1], batch.obs_next], dim=1)
+        extended = successors_extended(batch.obs, batch.obs_next)
         state = dict(batch.state.items())
         burn = self.burn_in
+        model = self.policy.model
         with torch.no_grad():
-            target_q, _ = self.model_old(extended, state)
+            target_q, _ = self.model_old(extended, state, sequence=True)
             if burn > 0:
-                _, state = self.policy.model(extended[:, :burn], state)
-        online_q, _ = self.policy.model(extended[:, burn:], state)
+                _, state = model(extended[:, :burn], state, sequence=True)
+        online_q, _ = model(extended[:, burn:], state, sequence=True)
         q_taken = online_q[:, :-1].gather(-1, batch.act[:, burn:, None]).squeeze(-1)
         with torch.no_grad():
             next_act = self._greedy_successor_actions(batch, online_q[:, 1:])

@@ -17,7 +17,13 @@ import numpy as np
 import torch
 from torch.distributions import Distribution
 
-from tianshou.algorithm._masking import Mask, array_input, check_mask, masked_categorical
+from tianshou.algorithm._masking import (
+    Mask,
+    masked_categorical,
+    network_input,
+    policy_input,
+    split_masked_obs,
+)
 from tianshou.algorithm._sequences import (
     chunk_rows,
     masked_mean,
@@ -93,11 +99,9 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
         :return: a Batch with ``logits``, ``act``, ``dist``, ``state`` (the next states) and,
             inside training steps, ``policy.state_in`` (the states this step started from).
         """
-        obs, mask = array_input(batch.obs, type(self).__name__)
-        if mask is not None:
-            check_mask(mask, batch.get("info"))
+        obs, mask = policy_input(batch)
         training = self.is_within_training_step
-        if training:  # converted once for both networks
+        if training and not isinstance(obs, Batch | dict):  # converted once for both networks
             obs = torch.as_tensor(
                 obs, device=self.critic.encoder._input_device, dtype=torch.float32
             )
@@ -139,12 +143,16 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
         :param mask: the legal-action mask of every step ``(B, T, n_actions)``, if any; the
             distribution is then the one over the legal actions, as when acting.
         """
-        dist_input, _ = self.actor(obs, actor_state)
+        dist_input, _ = self.actor(obs, actor_state, sequence=True)
         return masked_categorical(self.dist_fn(dist_input), mask)
 
 
-def _network_input(obs: Any) -> Any:
-    return array_input(obs, "RecurrentActorCriticPolicy")[0]
+def _gatherable(obs: Any, device: torch.device) -> Any:
+    """The observations of a batch on ``device``, to gather chunks from by row numbers: one
+    float tensor for flat ones, a Batch of tensors (dtypes kept) for structured ones."""
+    if isinstance(obs, Batch):
+        return obs.to_torch(device=device)
+    return torch.as_tensor(obs, device=device, dtype=torch.float32)
 
 
 @dataclass
@@ -155,8 +163,9 @@ class _Chunks:
     """``(N, L)`` row numbers into the batch (padding repeats a chunk's last row)."""
     valid: torch.Tensor
     """``(N, L)`` True for real steps, False for padding."""
-    obs: torch.Tensor
-    """All observations of the batch as one float tensor (gathered by ``rows``)."""
+    obs: Any
+    """All network inputs of the batch: one float tensor, or a Batch of tensors for structured
+    observations (gathered by ``rows``)."""
     mask: torch.Tensor | None
     """All legal-action masks of the batch (gathered by ``rows``), or None without masks."""
     actor_state: dict[str, Any]
@@ -242,11 +251,11 @@ class RecurrentA2C(A2C):
         starts = segment_starts(buffer, indices, batch.terminated | batch.truncated)
         rows, valid = chunk_rows(starts, self.chunk_len)
         first = rows[:, 0]
-        obs, mask = array_input(batch.obs, type(self).__name__)
+        obs, mask = split_masked_obs(batch.obs)
         self._chunks = _Chunks(
             rows=torch.as_tensor(rows, device=device),
             valid=torch.as_tensor(valid, device=device),
-            obs=torch.as_tensor(obs, device=device, dtype=torch.float32),
+            obs=_gatherable(obs, device),
             mask=None if mask is None else torch.as_tensor(mask, device=device).bool(),
             actor_state=state_rows(batch.policy.state_in.actor, first, device),
             critic_state=state_rows(batch.policy.state_in.critic, first, device),
@@ -279,7 +288,7 @@ class RecurrentA2C(A2C):
         device = v_s.device
         end_state = state_rows(batch.policy.hidden_state.critic, end_rows, device)
         with torch.no_grad():
-            bootstrap, _ = self.critic(_network_input(batch.obs_next)[end_rows], end_state)
+            bootstrap, _ = self.critic(network_input(batch.obs_next)[end_rows], end_state)
         v_next[torch.as_tensor(end_rows, device=device)] = bootstrap.reshape(-1)
         return v_s, v_next
 
@@ -290,7 +299,7 @@ class RecurrentA2C(A2C):
         return [chunks.select(ids[start : start + size]) for start in range(0, len(chunks), size)]
 
     def _chunk_values(self, chunks: _Chunks) -> torch.Tensor:
-        values, _ = self.critic(chunks.obs[chunks.rows], chunks.critic_state)
+        values, _ = self.critic(chunks.obs[chunks.rows], chunks.critic_state, sequence=True)
         return values.reshape(chunks.rows.shape)
 
     def _old_log_probs(self, batch: Batch) -> torch.Tensor:

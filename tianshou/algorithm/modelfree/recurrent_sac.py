@@ -19,7 +19,7 @@ import torch
 from torch.distributions import Independent, Normal
 
 from tianshou.algorithm._lagged_mixins import LaggedNetworkPolyakUpdateAlgorithmMixin
-from tianshou.algorithm._sequences import masked_mean, replay_sequences
+from tianshou.algorithm._sequences import masked_mean, replay_sequences, successors_extended
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, PolicyState, TrainingStats
 from tianshou.algorithm.modelfree._stored_state import numpy_state
 from tianshou.algorithm.modelfree.sac import (
@@ -94,10 +94,8 @@ class RecurrentSACPolicy(Policy):
         :return: a Batch with ``act``, ``state`` and, inside training steps, ``policy.state_in``.
         """
         obs = batch.obs
-        if isinstance(obs, Batch | dict):
-            raise TypeError("RecurrentSACPolicy takes array observations, not a Batch/dict")
         training = self.is_within_training_step
-        if training:  # converted once for the three networks
+        if training and not isinstance(obs, Batch | dict):  # converted once for the networks
             obs = torch.as_tensor(obs, device=self.actor.encoder._input_device, dtype=torch.float32)
         given = state if isinstance(state, dict | Batch) else {}
         states = {
@@ -195,24 +193,24 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
         policy = self.policy
         burn = self.burn_in
         # o_0, then every step's next observation: position t + 1 is the successor of step t
-        extended = torch.cat([batch.obs[:, :1], batch.obs_next], dim=1)
+        extended = successors_extended(batch.obs, batch.obs_next)
         states = dict(batch.state.items())
         with torch.no_grad():
             target_features = [
-                old.features(extended, states[name])[0][:, burn + 1 :]
+                old.features(extended, states[name], sequence=True)[0][:, burn + 1 :]
                 for (name, _), old in zip(policy._named_critics(), self.critics_old, strict=True)
             ]
             if burn > 0:
                 states = {
-                    "actor": policy.actor(extended[:, :burn], states["actor"])[1],
+                    "actor": policy.actor(extended[:, :burn], states["actor"], sequence=True)[1],
                     **{
-                        name: critic.features(extended[:, :burn], states[name])[1]
+                        name: critic.features(extended[:, :burn], states[name], sequence=True)[1]
                         for name, critic in policy._named_critics()
                     },
                 }
         trained = extended[:, burn:]
         valid = batch.valid[:, burn:]
-        (mu, sigma), _ = policy.actor(trained, states["actor"])
+        (mu, sigma), _ = policy.actor(trained, states["actor"], sequence=True)
         act_new, log_prob = policy.squashed_sample(mu, sigma)
         alpha = self.alpha._coefficient()
         with torch.no_grad():
@@ -232,7 +230,7 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
         critic_losses = []
         for (name, critic), optim in zip(policy._named_critics(), self.critic_optims, strict=True):
             # the trained steps only: the last position is a successor, valued by the targets
-            critic_features = critic.features(trained[:, :-1], states[name])[0]
+            critic_features = critic.features(trained[:, :-1], states[name], sequence=True)[0]
             q = critic.value(critic_features, act)
             loss = masked_mean((q - target).pow(2), valid)
             critic_losses.append(optim.step_with_loss_values(loss)[0])

@@ -6,7 +6,9 @@ Every network here is called as ``net(obs, state=None, info=None)``. ``obs`` is 
 gives one output per time step, not only the last one. The state is a dict of batch-first
 tensors of shape ``(B, layer_num, hidden_size)``: ``{"hidden": h}`` for a GRU and
 ``{"hidden": h, "cell": c}`` for an LSTM, so a replay buffer can store it per transition. A
-missing state (None) is the zero state, the state at the start of an episode.
+missing state (None) is the zero state, the state at the start of an episode. Images and dict
+observations go through a ``preprocess_net`` first (see :class:`SequenceEncoder`); their
+sequences are marked by ``sequence=True``.
 
 >>> actor = RecurrentDiscreteActor(obs_dim=2, action_num=3, hidden_size=8, cell="gru")
 >>> logits, state = actor(np.zeros((4, 2)))
@@ -17,12 +19,14 @@ missing state (None) is the zero state, the state at the start of an episode.
 torch.Size([4, 5, 3])
 """
 
+import math
 from typing import Any, Literal, TypeAlias, cast
 
 import numpy as np
 import torch
 from torch import nn
 
+from tianshou.data.batch import Batch
 from tianshou.utils.net.layers import InputDeviceMixin
 
 RecurrentCell: TypeAlias = Literal["lstm", "gru"]
@@ -40,14 +44,26 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
     sequence ``(B, T, obs_dim)`` goes through one ``nn.LSTM``/``nn.GRU`` call over all steps.
     Both give the same result.
 
-    :param obs_dim: width of one observation.
+    Observations other than flat vectors (images, dicts of several entries) go through a
+    ``preprocess_net`` first, e.g. a :class:`~tianshou.utils.net.dict_encoder.DictEncoder`,
+    which maps a batch of them to ``(batch, obs_dim)`` features (a tensor, or a
+    ``(features, state)`` pair as the library's networks return). It sees the steps of a
+    sequence as one batch of ``B * T`` observations.
+
+    :param obs_dim: width of one observation (of the ``preprocess_net``'s features if given).
     :param hidden_size: width of the embedding and of the recurrent state.
     :param layer_num: number of stacked recurrent layers.
     :param cell: ``"lstm"`` or ``"gru"``.
+    :param preprocess_net: encodes the observations into ``obs_dim`` features first.
     """
 
     def __init__(
-        self, obs_dim: int, hidden_size: int = 64, layer_num: int = 1, cell: RecurrentCell = "lstm"
+        self,
+        obs_dim: int,
+        hidden_size: int = 64,
+        layer_num: int = 1,
+        cell: RecurrentCell = "lstm",
+        preprocess_net: nn.Module | None = None,
     ) -> None:
         if cell not in RECURRENT_CELLS:
             raise ValueError(f"cell must be one of {RECURRENT_CELLS}, got {cell!r}")
@@ -56,7 +72,14 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
                 "obs_dim, hidden_size and layer_num must be positive, got "
                 f"{obs_dim}, {hidden_size}, {layer_num}"
             )
+        width = getattr(preprocess_net, "output_dim", None)
+        if preprocess_net is not None and width is not None and int(width) != obs_dim:
+            raise ValueError(
+                f"obs_dim must be the width of the preprocess_net's features, {width}; got "
+                f"{obs_dim}"
+            )
         super().__init__()
+        self.preprocess_net = preprocess_net
         self.obs_dim = obs_dim
         self.hidden_size = hidden_size
         self.layer_num = layer_num
@@ -85,27 +108,62 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
         return {"hidden": zeros}
 
     def forward(
-        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
+        self,
+        obs: Any,
+        state: RecurrentState | None = None,
+        sequence: bool | None = None,
     ) -> tuple[torch.Tensor, RecurrentState]:
-        """Encode ``obs`` (one step ``(B, obs_dim)`` or a sequence ``(B, T, obs_dim)``).
+        """Encode ``obs``: one step ``(B, obs_dim)`` or a sequence ``(B, T, obs_dim)``.
 
+        :param obs: flat observations, or what the ``preprocess_net`` reads, with one or two
+            leading axes (batch, or batch and time).
+        :param state: the state before the first step; None is the zero state.
+        :param sequence: whether ``obs`` is a sequence. None tells it from the number of axes
+            of flat observations (2 or 3); with a ``preprocess_net`` it means one step, so
+            pass True for sequences.
         :return: ``(features, next state)``: features ``(B, hidden_size)`` for one step and
             ``(B, T, hidden_size)`` for a sequence; the next state is detached.
         """
-        obs = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
-        if obs.dim() not in (2, 3) or obs.shape[-1] != self.obs_dim:
-            raise ValueError(
-                f"expected obs of shape (batch, {self.obs_dim}) or (batch, seq_len, "
-                f"{self.obs_dim}), got {tuple(obs.shape)}"
-            )
+        features = self._features(obs, sequence)
+        batch_size = features.shape[0]
         if state is None:
-            state = self.initial_state(obs.shape[0])
+            state = self.initial_state(batch_size)
         else:
-            _check_state(state["hidden"], obs.shape[0])
-        embedded = torch.relu(self.embedding(obs))
-        if obs.dim() == 2:
+            _check_state(state["hidden"], batch_size)
+        embedded = torch.relu(self.embedding(features))
+        if features.dim() == 2:
             return self._step(embedded, state)
         return self._sequence(embedded, state)
+
+    def _features(self, obs: Any, sequence: bool | None) -> torch.Tensor:
+        """``(B, [T,] obs_dim)`` float features of ``obs``."""
+        if self.preprocess_net is None:
+            if isinstance(obs, Batch | dict):
+                raise TypeError(
+                    "structured (Dict) observations need a preprocess_net that encodes them, "
+                    "e.g. tianshou.utils.net.dict_encoder.DictEncoder; got keys "
+                    f"{sorted(obs.keys())}"
+                )
+            flat = torch.as_tensor(obs, device=self._input_device, dtype=torch.float32)
+            expected = {None: (2, 3), False: (2,), True: (3,)}[sequence]
+            if flat.dim() not in expected or flat.shape[-1] != self.obs_dim:
+                raise ValueError(
+                    f"expected obs of shape (batch, {self.obs_dim}) or (batch, seq_len, "
+                    f"{self.obs_dim}), got {tuple(flat.shape)}"
+                    + ("" if sequence is None else f" for sequence={sequence}")
+                )
+            return flat
+        leading = _leading_shape(obs, 2 if sequence else 1)
+        encoded = self.preprocess_net(_merge_leading(obs, len(leading)))
+        if isinstance(encoded, tuple):
+            encoded = encoded[0]
+        encoded = torch.as_tensor(encoded, device=self._input_device, dtype=torch.float32)
+        if encoded.shape != (math.prod(leading), self.obs_dim):
+            raise ValueError(
+                f"the preprocess_net must map {math.prod(leading)} observations to features of "
+                f"shape ({math.prod(leading)}, {self.obs_dim}), got {tuple(encoded.shape)}"
+            )
+        return encoded.reshape(*leading, self.obs_dim)
 
     def _step(
         self, layer_input: torch.Tensor, state: RecurrentState
@@ -145,6 +203,35 @@ class SequenceEncoder(InputDeviceMixin, nn.Module):
         return out, {"hidden": _batch_major(hidden)}
 
 
+def _first_leaf(obs: Any) -> Any:
+    if isinstance(obs, Batch | dict):
+        for value in obs.values():
+            return _first_leaf(value)
+        raise ValueError("an observation batch without any entry")
+    return obs
+
+
+def _leading_shape(obs: Any, count: int) -> tuple[int, ...]:
+    """The ``count`` leading axes of a batch of (possibly structured) observations."""
+    shape = tuple(np.shape(_first_leaf(obs)))
+    if len(shape) < count:
+        raise ValueError(
+            f"expected observations with {count} leading axes (batch{', time' * (count - 1)}), "
+            f"got an entry of shape {shape}"
+        )
+    return shape[:count]
+
+
+def _merge_leading(obs: Any, count: int) -> Any:
+    """``obs`` with its ``count`` leading axes merged into one (every entry of a dict)."""
+    if count == 1:
+        return obs
+    if isinstance(obs, Batch | dict):
+        merged = {key: _merge_leading(value, count) for key, value in obs.items()}
+        return Batch(merged) if isinstance(obs, Batch) else merged
+    return obs.reshape(-1, *obs.shape[count:])
+
+
 def _check_state(tensor: torch.Tensor, batch_size: int) -> None:
     if tensor.dim() != 3 or tensor.shape[0] != batch_size:
         raise ValueError(
@@ -169,26 +256,32 @@ class _RecurrentHead(nn.Module):
     """A :class:`SequenceEncoder` with a linear head applied at every time step."""
 
     def __init__(
-        self, obs_dim: int, output_dim: int, hidden_size: int, layer_num: int, cell: RecurrentCell
+        self,
+        obs_dim: int,
+        output_dim: int,
+        hidden_size: int,
+        layer_num: int,
+        cell: RecurrentCell,
+        preprocess_net: nn.Module | None,
     ) -> None:
         super().__init__()
-        self.encoder = SequenceEncoder(obs_dim, hidden_size, layer_num, cell)
+        self.encoder = SequenceEncoder(obs_dim, hidden_size, layer_num, cell, preprocess_net)
         self.head: nn.Module = nn.Linear(hidden_size, output_dim)
 
     def initial_state(self, batch_size: int) -> RecurrentState:
         return self.encoder.initial_state(batch_size)
 
     def advance(
-        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
+        self, obs: Any, state: RecurrentState | None = None, sequence: bool | None = None
     ) -> RecurrentState:
         """The state after ``obs``, without the head: for a policy that only carries this
         network's state while acting (a critic's, to store for the update)."""
-        return self.encoder(obs, state)[1]
+        return self.encoder(obs, state, sequence)[1]
 
     def _encode(
-        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None
+        self, obs: Any, state: RecurrentState | None, sequence: bool | None
     ) -> tuple[torch.Tensor, RecurrentState]:
-        features, next_state = self.encoder(obs, state)
+        features, next_state = self.encoder(obs, state, sequence)
         return self.head(features), next_state
 
 
@@ -200,6 +293,8 @@ class RecurrentDiscreteActor(_RecurrentHead):
     :param hidden_size: width of the embedding and the recurrent state.
     :param layer_num: number of stacked recurrent layers.
     :param cell: ``"lstm"`` or ``"gru"``.
+    :param preprocess_net: encodes structured observations (images, dicts) into ``obs_dim``
+        features first, see :class:`SequenceEncoder`.
     """
 
     def __init__(
@@ -209,17 +304,20 @@ class RecurrentDiscreteActor(_RecurrentHead):
         hidden_size: int = 64,
         layer_num: int = 1,
         cell: RecurrentCell = "lstm",
+        preprocess_net: nn.Module | None = None,
     ) -> None:
-        super().__init__(obs_dim, action_num, hidden_size, layer_num, cell)
+        super().__init__(obs_dim, action_num, hidden_size, layer_num, cell, preprocess_net)
 
     def forward(
         self,
-        obs: np.ndarray | torch.Tensor,
+        obs: Any,
         state: RecurrentState | None = None,
         info: Any = None,
+        sequence: bool | None = None,
     ) -> tuple[torch.Tensor, RecurrentState]:
-        """``(logits (B, [T,] action_num), next state)``."""
-        return self._encode(obs, state)
+        """``(logits (B, [T,] action_num), next state)`` (``sequence``: see
+        :meth:`SequenceEncoder.forward`)."""
+        return self._encode(obs, state, sequence)
 
 
 class RecurrentQNet(RecurrentDiscreteActor):
@@ -236,21 +334,30 @@ class RecurrentValueNet(_RecurrentHead):
     :param hidden_size: width of the embedding and the recurrent state.
     :param layer_num: number of stacked recurrent layers.
     :param cell: ``"lstm"`` or ``"gru"``.
+    :param preprocess_net: encodes structured observations (images, dicts) into ``obs_dim``
+        features first, see :class:`SequenceEncoder`.
     """
 
     def __init__(
-        self, obs_dim: int, hidden_size: int = 64, layer_num: int = 1, cell: RecurrentCell = "lstm"
+        self,
+        obs_dim: int,
+        hidden_size: int = 64,
+        layer_num: int = 1,
+        cell: RecurrentCell = "lstm",
+        preprocess_net: nn.Module | None = None,
     ) -> None:
-        super().__init__(obs_dim, 1, hidden_size, layer_num, cell)
+        super().__init__(obs_dim, 1, hidden_size, layer_num, cell, preprocess_net)
 
     def forward(
         self,
-        obs: np.ndarray | torch.Tensor,
+        obs: Any,
         state: RecurrentState | None = None,
         info: Any = None,
+        sequence: bool | None = None,
     ) -> tuple[torch.Tensor, RecurrentState]:
-        """``(values (B,) or (B, T), next state)``."""
-        values, next_state = self._encode(obs, state)
+        """``(values (B,) or (B, T), next state)`` (``sequence``: see
+        :meth:`SequenceEncoder.forward`)."""
+        values, next_state = self._encode(obs, state, sequence)
         return values.squeeze(-1), next_state
 
 
@@ -267,6 +374,8 @@ class RecurrentGaussianActor(_RecurrentHead):
     :param cell: ``"lstm"`` or ``"gru"``.
     :param conditioned_sigma: compute the log standard deviation from the features (as SAC
         needs); otherwise it is one free parameter per action dimension (as PPO uses).
+    :param preprocess_net: encodes structured observations (images, dicts) into ``obs_dim``
+        features first, see :class:`SequenceEncoder`.
     """
 
     LOG_SIGMA_MIN = -20.0
@@ -280,9 +389,10 @@ class RecurrentGaussianActor(_RecurrentHead):
         layer_num: int = 1,
         cell: RecurrentCell = "lstm",
         conditioned_sigma: bool = False,
+        preprocess_net: nn.Module | None = None,
     ) -> None:
         output_dim = 2 * action_dim if conditioned_sigma else action_dim
-        super().__init__(obs_dim, output_dim, hidden_size, layer_num, cell)
+        super().__init__(obs_dim, output_dim, hidden_size, layer_num, cell, preprocess_net)
         self.action_dim = action_dim
         self.conditioned_sigma = conditioned_sigma
         # a free log standard deviation per action dimension unless the head computes it
@@ -290,12 +400,14 @@ class RecurrentGaussianActor(_RecurrentHead):
 
     def forward(
         self,
-        obs: np.ndarray | torch.Tensor,
+        obs: Any,
         state: RecurrentState | None = None,
         info: Any = None,
+        sequence: bool | None = None,
     ) -> tuple[tuple[torch.Tensor, torch.Tensor], RecurrentState]:
-        """``((mu, sigma) each (B, [T,] action_dim), next state)``."""
-        output, next_state = self._encode(obs, state)
+        """``((mu, sigma) each (B, [T,] action_dim), next state)`` (``sequence``: see
+        :meth:`SequenceEncoder.forward`)."""
+        output, next_state = self._encode(obs, state, sequence)
         if self.log_sigma is None:
             mu, log_sigma = output.split(self.action_dim, dim=-1)
         else:
@@ -315,6 +427,8 @@ class RecurrentQCritic(_RecurrentHead):
     :param hidden_size: width of the embedding and the recurrent state.
     :param layer_num: number of stacked recurrent layers.
     :param cell: ``"lstm"`` or ``"gru"``.
+    :param preprocess_net: encodes structured observations (images, dicts) into ``obs_dim``
+        features first, see :class:`SequenceEncoder`.
     """
 
     def __init__(
@@ -324,18 +438,19 @@ class RecurrentQCritic(_RecurrentHead):
         hidden_size: int = 64,
         layer_num: int = 1,
         cell: RecurrentCell = "lstm",
+        preprocess_net: nn.Module | None = None,
     ) -> None:
-        super().__init__(obs_dim, 1, hidden_size, layer_num, cell)
+        super().__init__(obs_dim, 1, hidden_size, layer_num, cell, preprocess_net)
         self.action_dim = action_dim
         self.head = nn.Sequential(
             nn.Linear(hidden_size + action_dim, hidden_size), nn.ReLU(), nn.Linear(hidden_size, 1)
         )
 
     def features(
-        self, obs: np.ndarray | torch.Tensor, state: RecurrentState | None = None
+        self, obs: Any, state: RecurrentState | None = None, sequence: bool | None = None
     ) -> tuple[torch.Tensor, RecurrentState]:
         """The recurrent features ``(B, [T,] hidden_size)`` of ``obs``, to pair with actions."""
-        return self.encoder(obs, state)
+        return self.encoder(obs, state, sequence)
 
     def value(self, features: torch.Tensor, act: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Q-values of ``act`` given features from :meth:`features` (same leading shape)."""
@@ -344,10 +459,11 @@ class RecurrentQCritic(_RecurrentHead):
 
     def forward(
         self,
-        obs: np.ndarray | torch.Tensor,
+        obs: Any,
         act: np.ndarray | torch.Tensor,
         state: RecurrentState | None = None,
+        sequence: bool | None = None,
     ) -> tuple[torch.Tensor, RecurrentState]:
         """``(Q(obs history, act), next state)``."""
-        features, next_state = self.features(obs, state)
+        features, next_state = self.features(obs, state, sequence)
         return self.value(features, act), next_state
