@@ -104,8 +104,12 @@ def replay_sequences(
     seq_len: int,
     act_dtype: torch.dtype,
     device: torch.device | None,
+    prioritized: bool = False,
 ) -> Batch:
     """The sequences of ``seq_len`` steps from ``starts`` as tensors, for a recurrent update.
+
+    :param prioritized: the caller weights the sequences by their start rows' importance
+        weights and feeds back priorities; without it a prioritized buffer is refused.
 
     :return: a Batch with leading shape ``(B, seq_len)``: ``obs``, ``obs_next``, ``act``, ``rew``,
         ``terminated``, ``done`` (terminated or truncated) and ``valid`` (False for padding after
@@ -114,12 +118,13 @@ def replay_sequences(
         ``preprocess_net``) are Batches of tensors that keep their dtypes. Masked observations
         give their network inputs as ``obs``/``obs_next`` and their legal-action masks as
         ``mask``/``mask_next`` (boolean).
-    :raises TypeError: for a prioritized buffer (its weights would be ignored).
+    :raises TypeError: for a prioritized buffer unless ``prioritized`` (its weights would be
+        ignored).
     :raises ValueError: if the buffer holds no stored states.
     """
-    if isinstance(buffer, PrioritizedReplayBuffer):
+    if isinstance(buffer, PrioritizedReplayBuffer) and not prioritized:
         raise TypeError(
-            "recurrent updates sample sequences uniformly; use a non-prioritized buffer"
+            "this recurrent update samples sequences uniformly; use a non-prioritized buffer"
         )
     rows, valid = sequence_rows(buffer, starts, seq_len)
     # only the fields the update reads, and the stored state of the first steps only: gathering

@@ -1,5 +1,6 @@
 """Tests of R2D2-style recurrent DQN: stored states, sequence replay, burn-in, n-step targets."""
 
+import copy
 from functools import partial
 
 import gymnasium as gym
@@ -13,6 +14,7 @@ from tianshou.data import (
     Batch,
     Collector,
     PrioritizedReplayBuffer,
+    PrioritizedVectorReplayBuffer,
     ReplayBuffer,
     VectorReplayBuffer,
 )
@@ -219,6 +221,88 @@ def test_masked_targets_bootstrap_from_the_best_legal_successor_action() -> None
     assert stats.loss == pytest.approx(expected.item(), rel=1e-4)
 
 
+def test_sequence_priorities_mix_the_largest_and_the_mean_error() -> None:
+    algorithm = make_r2d2(recurrent_policy(), priority_eta=0.75)
+    td_abs = torch.tensor([[1.0, 3.0, 100.0], [2.0, 0.0, 0.0], [5.0, 5.0, 5.0]])
+    trained = torch.tensor([[True, True, False], [True, False, False], [False, False, False]])
+    priorities = algorithm._sequence_priorities(td_abs, trained)
+    # padding (the 100) counts for nothing; a sequence without trained steps gets 0
+    assert priorities.tolist() == pytest.approx([0.75 * 3 + 0.25 * 2, 2.0, 0.0])
+
+
+def prioritized_buffer(policy: RecurrentQLearningPolicy) -> PrioritizedReplayBuffer:
+    buffer = PrioritizedReplayBuffer(200, alpha=0.6, beta=0.4)
+    collector = Collector(policy, cue_envs(1, 0), buffer, exploration_noise=True)
+    collector.reset()
+    with policy_within_training_step(policy):
+        collector.collect(n_step=100)
+    return buffer
+
+
+def test_prioritized_sequences_are_weighted_and_get_new_priorities(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch.manual_seed(0)
+    policy = cue_policy()
+    buffer = prioritized_buffer(policy)
+    algorithm = make_r2d2(policy, burn_in=1, train_len=4)
+    starts = np.array([0, 5, 10, 15])
+    sampled = buffer[starts]
+    assert "weight" in sampled
+    batch = algorithm._preprocess_batch(sampled, buffer, starts)
+    assert torch.allclose(batch.weight, torch.as_tensor(sampled.weight, dtype=torch.float32))
+    losses = []
+    for scale in (1.0, 2.0):
+        replica = copy.deepcopy(batch)
+        replica.weight = torch.full((4,), scale)
+        with policy_within_training_step(policy):
+            losses.append(algorithm._update_with_batch(replica).loss)
+    assert losses[1] == pytest.approx(2 * losses[0], rel=1e-5)  # lr 0: the same errors
+    written: list = []
+    monkeypatch.setattr(buffer, "update_weight", lambda index, w: written.append((index, w)))
+    with policy_within_training_step(policy):
+        algorithm.update(buffer, 6)
+    ((index, new_weight),) = written
+    assert len(index) == 6 and new_weight.shape == (6,)
+    assert torch.isfinite(new_weight).all() and (new_weight >= 0).all()
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_recurrent_dqn_learns_from_prioritized_sequences() -> None:
+    np.random.seed(0)
+    torch.manual_seed(0)
+    policy = cue_policy(hidden_size=32)
+    algorithm = RecurrentDQN(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=3e-3),
+        gamma=0.9,
+        target_update_freq=20,
+        burn_in=0,
+        train_len=4,
+    )
+    prioritized = PrioritizedVectorReplayBuffer(5000, 8, alpha=0.6, beta=0.4)
+    collector = Collector(algorithm, cue_envs(8, 0), prioritized, exploration_noise=True)
+    collector.reset()
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=collector,
+            test_collector=Collector(algorithm, cue_envs(10, 2)),
+            max_epochs=4,
+            epoch_num_steps=1000,
+            collection_step_num_env_steps=16,
+            test_step_num_episodes=50,
+            batch_size=32,
+            update_step_num_gradient_steps_per_sample=0.25,
+            stop_fn=lambda mean_return: mean_return >= 0.98,
+            verbose=False,
+            show_progress=False,
+        )
+    )
+    assert result.best_reward >= 0.98
+    stored = prioritized.sample_indices(0)  # new rows enter with one (the largest) priority
+    assert prioritized.weight[stored].std() > 0  # the TD errors were fed back
+
+
 def test_bad_configuration_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="initial_state"):
         RecurrentQLearningPolicy(
@@ -228,11 +312,10 @@ def test_bad_configuration_is_a_clear_error() -> None:
         make_r2d2(recurrent_policy(), target_update_freq=0)
     with pytest.raises(ValueError, match="train_len"):
         make_r2d2(recurrent_policy(), train_len=0)
+    with pytest.raises(ValueError, match="priority_eta"):
+        make_r2d2(recurrent_policy(), priority_eta=1.5)
     policy = recurrent_policy()
     algorithm = make_r2d2(policy)
-    buffer = PrioritizedReplayBuffer(8, alpha=0.6, beta=0.4)
-    with pytest.raises(TypeError, match="non-prioritized"):
-        algorithm._preprocess_batch(Batch(), buffer, np.zeros(0, dtype=int))
     random_buffer = ReplayBuffer(8)
     Collector(
         policy, DummyVectorEnv([pomdp_envs.cartpole_without_velocities]), random_buffer

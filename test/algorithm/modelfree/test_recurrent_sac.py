@@ -10,7 +10,7 @@ from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.algorithm.modelfree.recurrent_sac import RecurrentSAC, RecurrentSACPolicy
 from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
-from tianshou.data import Batch, Collector, VectorReplayBuffer
+from tianshou.data import Batch, Collector, PrioritizedReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
@@ -129,6 +129,9 @@ def test_bad_configuration_is_a_clear_error() -> None:
         )  # fmt: skip
     with pytest.raises(ValueError, match="train_len"):
         make_sac(recurrent_policy(), train_len=0)
+    prioritized = PrioritizedReplayBuffer(8, alpha=0.6, beta=0.4)
+    with pytest.raises(TypeError, match="non-prioritized"):
+        make_sac(recurrent_policy())._preprocess_batch(Batch(), prioritized, np.zeros(0, int))
 
 
 def train_on_pendulum_without_velocity(algorithm: Algorithm, max_epochs: int) -> float:

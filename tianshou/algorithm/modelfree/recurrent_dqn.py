@@ -28,6 +28,7 @@ from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.data.buffer.prio import PrioritizedReplayBuffer
 from tianshou.utils.torch_utils import torch_device
 
 
@@ -103,6 +104,10 @@ class RecurrentDQN(
     :param burn_in: steps at the start of each sequence that only refresh the stored state.
     :param train_len: steps per sequence that are trained on.
     :param huber_loss_delta: Huber loss threshold; None for the squared TD error.
+    :param priority_eta: with a :class:`~tianshou.data.PrioritizedReplayBuffer`, a sequence's
+        new priority is ``eta * max + (1 - eta) * mean`` of the absolute TD errors of its
+        trained steps (R2D2 uses 0.9: the mean alone would dilute one surprising step), set
+        on its first step, whose importance weight scales the sequence's loss.
     """
 
     _checkpointed_counters = ("_iter",)  # when the next target copy is due
@@ -118,11 +123,14 @@ class RecurrentDQN(
         burn_in: int = 4,
         train_len: int = 8,
         huber_loss_delta: float | None = None,
+        priority_eta: float = 0.9,
     ) -> None:
         if not isinstance(policy, RecurrentQLearningPolicy):
             raise TypeError(f"RecurrentDQN needs a RecurrentQLearningPolicy, got {policy!r}")
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        if not 0.0 <= priority_eta <= 1.0:
+            raise ValueError(f"priority_eta must be in [0, 1], got {priority_eta}")
         for name, value, low in (
             ("n_step_return_horizon", n_step_return_horizon, 1),
             ("target_update_freq", target_update_freq, 1),
@@ -140,6 +148,7 @@ class RecurrentDQN(
         self.burn_in = burn_in
         self.train_len = train_len
         self.huber_loss_delta = huber_loss_delta
+        self.priority_eta = priority_eta
         self.model_old = self._add_lagged_network(self.policy.model)
         self._iter = 0
 
@@ -149,9 +158,15 @@ class RecurrentDQN(
         return self.burn_in + self.train_len
 
     def _preprocess_batch(self, batch: Batch, buffer: ReplayBuffer, indices: np.ndarray) -> Batch:
-        """Replace the sampled transitions by the sequences that start at them."""
+        """Replace the sampled transitions by the sequences that start at them (with their
+        importance weights, from a prioritized buffer)."""
         device = torch_device(self.policy)
-        return replay_sequences(buffer, indices, self.seq_len, torch.long, device)
+        sequences = replay_sequences(
+            buffer, indices, self.seq_len, torch.long, device, prioritized=True
+        )
+        if isinstance(buffer, PrioritizedReplayBuffer):
+            sequences.weight = torch.as_tensor(batch.weight, device=device, dtype=torch.float32)
+        return sequences
 
     def _update_with_batch(self, batch: Batch) -> SimpleLossTrainingStats:
         """One gradient step on the TD errors of the sequences' steps after the burn-in."""
@@ -179,9 +194,23 @@ class RecurrentDQN(
             errors = (targets - q_taken).pow(2)
         else:
             errors = F.huber_loss(q_taken, targets, reduction="none", delta=self.huber_loss_delta)
+        weight = batch.get("weight")
+        if weight is not None:
+            errors = errors * weight[:, None]
         loss = masked_mean(errors, trained)
         (loss_value,) = self.optim.step_with_loss_values(loss)
+        if weight is not None:  # the new priorities, which _postprocess_batch feeds back
+            batch.weight = self._sequence_priorities((targets - q_taken).detach().abs(), trained)
         return SimpleLossTrainingStats(loss=loss_value)
+
+    def _sequence_priorities(self, td_abs: torch.Tensor, trained: torch.Tensor) -> torch.Tensor:
+        """``eta * max + (1 - eta) * mean`` of each sequence's absolute TD errors over its
+        trained steps (0 for a sequence without any)."""
+        weights = trained.to(td_abs.dtype)
+        count = weights.sum(dim=1)
+        mean = (td_abs * weights).sum(dim=1) / count.clamp_min(1.0)
+        largest = (td_abs * weights).amax(dim=1)
+        return self.priority_eta * largest + (1.0 - self.priority_eta) * mean
 
     def _greedy_successor_actions(self, batch: Batch, next_q: torch.Tensor) -> torch.Tensor:
         """The online network's greedy legal action ``(B, train_len, 1)`` in every trained
