@@ -1,6 +1,7 @@
 """Recurrent DQN in the manner of R2D2 on CartPole with the velocities hidden.
 
-Stored hidden states, replayed sequences with a burn-in, n-step double-Q targets.
+Stored hidden states, replayed sequences with a burn-in, n-step double-Q targets, and with
+``--prioritized-replay`` R2D2's prioritised sequence replay.
 
     python -m examples.pomdp.recurrent_dqn --seed 0 --burn-in 4 --train-len 16
 """
@@ -12,7 +13,7 @@ from gymnasium.spaces.utils import flatdim
 
 from tianshou.algorithm.modelfree.recurrent_dqn import RecurrentDQN, RecurrentQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
-from tianshou.data import Collector, VectorReplayBuffer
+from tianshou.data import Collector, PrioritizedVectorReplayBuffer, VectorReplayBuffer
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.recurrent import RecurrentQNet
 
@@ -34,6 +35,12 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eps-decay-steps", type=int, default=10000)
     parser.add_argument("--collection-step-num-env-steps", type=int, default=16)
     parser.add_argument("--update-per-step", type=float, default=0.25)
+    parser.add_argument(
+        "--prioritized-replay", action="store_true", help="R2D2's prioritised sequence replay"
+    )
+    parser.add_argument("--alpha", type=float, default=0.6, help="priority exponent")
+    parser.add_argument("--beta", type=float, default=0.4, help="importance-weight exponent")
+    parser.add_argument("--priority-eta", type=float, default=0.9, help="weight of the max")
     return parser.parse_args(argv)
 
 
@@ -54,18 +61,21 @@ def main(argv: Sequence[str] | None = None) -> float:
         target_update_freq=args.target_update_freq,
         burn_in=args.burn_in,
         train_len=args.train_len,
+        priority_eta=args.priority_eta,
     ).to(args.device)
 
     def decay_eps(epoch: int, env_step: int) -> None:
         progress = min(1.0, env_step / args.eps_decay_steps)
         policy.set_eps_training(args.eps_train + (args.eps_train_final - args.eps_train) * progress)
 
-    training_collector = Collector(
-        algorithm,
-        training_envs,
-        VectorReplayBuffer(args.buffer_size, args.num_train_envs),
-        exploration_noise=True,
+    buffer = (
+        PrioritizedVectorReplayBuffer(
+            args.buffer_size, args.num_train_envs, alpha=args.alpha, beta=args.beta
+        )
+        if args.prioritized_replay
+        else VectorReplayBuffer(args.buffer_size, args.num_train_envs)
     )
+    training_collector = Collector(algorithm, training_envs, buffer, exploration_noise=True)
     training_collector.reset()
     algorithm.run_training(
         OffPolicyTrainerParams(

@@ -57,6 +57,10 @@ def test_bad_visible_components_are_clear_errors() -> None:
     [
         ("recurrent_ppo", ["--epoch-num-steps", "128", "--cell", "gru"]),
         ("recurrent_dqn", ["--epoch-num-steps", "200", "--batch-size", "8"]),
+        (
+            "recurrent_dqn",
+            ["--epoch-num-steps", "200", "--batch-size", "8", "--prioritized-replay"],
+        ),
         ("recurrent_sac", ["--epoch-num-steps", "100", "--batch-size", "8"]),
     ],
 )
