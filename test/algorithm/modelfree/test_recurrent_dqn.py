@@ -267,42 +267,6 @@ def test_prioritized_sequences_are_weighted_and_get_new_priorities(
     assert torch.isfinite(new_weight).all() and (new_weight >= 0).all()
 
 
-@pytest.mark.usefixtures("single_thread")
-def test_recurrent_dqn_learns_from_prioritized_sequences() -> None:
-    np.random.seed(0)
-    torch.manual_seed(0)
-    policy = cue_policy(hidden_size=32)
-    algorithm = RecurrentDQN(
-        policy=policy,
-        optim=AdamOptimizerFactory(lr=3e-3),
-        gamma=0.9,
-        target_update_freq=20,
-        burn_in=0,
-        train_len=4,
-    )
-    prioritized = PrioritizedVectorReplayBuffer(5000, 8, alpha=0.6, beta=0.4)
-    collector = Collector(algorithm, cue_envs(8, 0), prioritized, exploration_noise=True)
-    collector.reset()
-    result = algorithm.run_training(
-        OffPolicyTrainerParams(
-            training_collector=collector,
-            test_collector=Collector(algorithm, cue_envs(10, 2)),
-            max_epochs=4,
-            epoch_num_steps=1000,
-            collection_step_num_env_steps=16,
-            test_step_num_episodes=50,
-            batch_size=32,
-            update_step_num_gradient_steps_per_sample=0.25,
-            stop_fn=lambda mean_return: mean_return >= 0.98,
-            verbose=False,
-            show_progress=False,
-        )
-    )
-    assert result.best_reward >= 0.98
-    stored = prioritized.sample_indices(0)  # new rows enter with one (the largest) priority
-    assert prioritized.weight[stored].std() > 0  # the TD errors were fed back
-
-
 def test_bad_configuration_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="initial_state"):
         RecurrentQLearningPolicy(
@@ -375,23 +339,20 @@ def test_recurrent_dqn_solves_cartpole_without_velocities() -> None:
     assert result.best_reward >= 195.0
 
 
-@pytest.mark.usefixtures("single_thread")
-@pytest.mark.parametrize("dict_obs", [False, True])
-def test_recurrent_dqn_solves_the_masked_memory_task(dict_obs: bool) -> None:
+def best_cue_recall_return(buffer: ReplayBuffer, dict_obs: bool = False) -> float:
+    """Best test return (50 episodes) of recurrent DQN trained on the masked memory task with
+    ``buffer`` (8 envs), stopping at 0.98."""
     np.random.seed(0)
     torch.manual_seed(0)
-    policy = cue_policy(hidden_size=32, dict_obs=dict_obs)
     algorithm = RecurrentDQN(
-        policy=policy,
+        policy=cue_policy(hidden_size=32, dict_obs=dict_obs),
         optim=AdamOptimizerFactory(lr=3e-3),
         gamma=0.9,
         target_update_freq=20,
         burn_in=0,
         train_len=4,
     )
-    collector = Collector(
-        algorithm, cue_envs(8, 0, dict_obs), VectorReplayBuffer(5000, 8), exploration_noise=True
-    )
+    collector = Collector(algorithm, cue_envs(8, 0, dict_obs), buffer, exploration_noise=True)
     collector.reset()
     result = algorithm.run_training(
         OffPolicyTrainerParams(
@@ -408,4 +369,18 @@ def test_recurrent_dqn_solves_the_masked_memory_task(dict_obs: bool) -> None:
             show_progress=False,
         )
     )
-    assert result.best_reward >= 0.98
+    return result.best_reward
+
+
+@pytest.mark.usefixtures("single_thread")
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_recurrent_dqn_solves_the_masked_memory_task(dict_obs: bool) -> None:
+    assert best_cue_recall_return(VectorReplayBuffer(5000, 8), dict_obs) >= 0.98
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_recurrent_dqn_learns_from_prioritized_sequences() -> None:
+    prioritized = PrioritizedVectorReplayBuffer(5000, 8, alpha=0.6, beta=0.4)
+    assert best_cue_recall_return(prioritized) >= 0.98
+    stored = prioritized.sample_indices(0)  # new rows enter with one (the largest) priority
+    assert prioritized.weight[stored].std() > 0  # the TD errors were fed back
