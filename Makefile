@@ -83,6 +83,7 @@ $(PEERS_STAMP): benchmark/peers/requirements.txt constraints.txt
 
 bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python -m benchmark.peers.compare_sb3
+	$(BIN)/python -m benchmark.peers.compare_sb3_recurrent
 
 BENCH_SMOKE_OUT ?= log/bench-smoke
 
