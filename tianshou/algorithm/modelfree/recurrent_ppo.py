@@ -51,6 +51,10 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
     step stores the state it started from under ``policy.state_in``, so the update can replay
     any chunk of the episode from where the collector was.
 
+    A masked observation (the network input ``obs`` and a boolean ``mask``) restricts a
+    categorical distribution to the legal actions, when acting and in the update. Images and
+    dict observations need networks with a ``preprocess_net`` that encodes them.
+
     :param actor: a recurrent actor from :mod:`tianshou.utils.net.recurrent` (called as
         ``actor(obs, state)``, with ``initial_state(batch_size)``), e.g.
         :class:`~tianshou.utils.net.recurrent.RecurrentDiscreteActor`.
