@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from tianshou.algorithm._masking import split_masked_obs
+from tianshou.algorithm._obs_rows import ObsRows, obs_rows
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
@@ -103,7 +104,7 @@ def replay_sequences(
     starts: np.ndarray,
     seq_len: int,
     act_dtype: torch.dtype,
-    device: torch.device | None,
+    device: torch.device,
     prioritized: bool = False,
 ) -> Batch:
     """The sequences of ``seq_len`` steps from ``starts`` as tensors, for a recurrent update.
@@ -145,10 +146,10 @@ def replay_sequences(
     def observations(key: str) -> dict[str, Any]:
         # frame-stacked as the buffer's own indexing does; a mask travels beside its input
         network_obs, mask = split_masked_obs(buffer.get(flat, key, stack_num=None))
-        sequences = {key: _sequence_tensors(network_obs, rows.shape, device)}
+        sequences = {key: _with_leading(obs_rows(network_obs, device), rows.shape)}
         if mask is not None:
             legal = torch.as_tensor(mask, device=device).bool()
-            sequences[key.replace("obs", "mask")] = legal.reshape(*rows.shape, *legal.shape[1:])
+            sequences[key.replace("obs", "mask")] = _with_leading(legal, rows.shape)
         return sequences
 
     terminated = field("terminated", torch.bool)
@@ -166,17 +167,15 @@ def replay_sequences(
     )
 
 
-def _sequence_tensors(
-    obs: Any, leading: tuple[int, ...], device: torch.device | None, keep_dtype: bool = False
-) -> Any:
-    """Observations gathered for ``B * T`` rows as tensors of leading shape ``(B, T)``: flat
-    ones as floats, the entries of structured ones in their own dtypes (``uint8`` images)."""
-    if isinstance(obs, Batch):
-        return Batch(
-            {key: _sequence_tensors(value, leading, device, True) for key, value in obs.items()}
-        )
-    tensor = torch.as_tensor(obs, device=device, dtype=None if keep_dtype else torch.float32)
-    return tensor.reshape(*leading, *tensor.shape[1:])
+def _with_leading(values: ObsRows, leading: tuple[int, ...]) -> ObsRows:
+    """Values gathered for ``B * T`` rows, reshaped to the leading shape ``(B, T)``."""
+
+    def reshape(value: torch.Tensor) -> torch.Tensor:
+        return value.reshape(*leading, *value.shape[1:])
+
+    if isinstance(values, Batch):
+        return values.apply_values_transform(reshape)  # type: ignore[return-value]
+    return reshape(values)
 
 
 def successors_extended(obs: Any, obs_next: Any) -> Any:

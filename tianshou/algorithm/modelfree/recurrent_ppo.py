@@ -24,6 +24,7 @@ from tianshou.algorithm._masking import (
     policy_input,
     split_masked_obs,
 )
+from tianshou.algorithm._obs_rows import ObsRows, obs_rows
 from tianshou.algorithm._sequences import (
     chunk_rows,
     masked_mean,
@@ -151,14 +152,6 @@ class RecurrentActorCriticPolicy(ProbabilisticActorPolicy):
         return masked_categorical(self.dist_fn(dist_input), mask)
 
 
-def _gatherable(obs: Any, device: torch.device) -> Any:
-    """The observations of a batch on ``device``, to gather chunks from by row numbers: one
-    float tensor for flat ones, a Batch of tensors (dtypes kept) for structured ones."""
-    if isinstance(obs, Batch):
-        return obs.to_torch(device=device)
-    return torch.as_tensor(obs, device=device, dtype=torch.float32)
-
-
 @dataclass
 class _Chunks:
     """The sequence structure of one preprocessed batch (:mod:`tianshou.algorithm._sequences`)."""
@@ -167,7 +160,7 @@ class _Chunks:
     """``(N, L)`` row numbers into the batch (padding repeats a chunk's last row)."""
     valid: torch.Tensor
     """``(N, L)`` True for real steps, False for padding."""
-    obs: Any
+    obs: ObsRows
     """All network inputs of the batch: one float tensor, or a Batch of tensors for structured
     observations (gathered by ``rows``)."""
     mask: torch.Tensor | None
@@ -259,7 +252,7 @@ class RecurrentA2C(A2C):
         self._chunks = _Chunks(
             rows=torch.as_tensor(rows, device=device),
             valid=torch.as_tensor(valid, device=device),
-            obs=_gatherable(obs, device),
+            obs=obs_rows(obs, device),
             mask=None if mask is None else torch.as_tensor(mask, device=device).bool(),
             actor_state=state_rows(batch.policy.state_in.actor, first, device),
             critic_state=state_rows(batch.policy.state_in.critic, first, device),

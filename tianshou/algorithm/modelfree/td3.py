@@ -14,11 +14,7 @@ from typing import Generic
 import torch
 from torch import nn
 
-from tianshou.algorithm._update_helpers import (
-    exclusive_parameters,
-    finite_loss_values,
-    frozen,
-)
+from tianshou.algorithm._update_helpers import exclusive_parameters, finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import TrainingStats, step_jointly
 from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import (

@@ -226,10 +226,13 @@ def _merge_leading(obs: Any, count: int) -> Any:
     """``obs`` with its ``count`` leading axes merged into one (every entry of a dict)."""
     if count == 1:
         return obs
-    if isinstance(obs, Batch | dict):
-        merged = {key: _merge_leading(value, count) for key, value in obs.items()}
-        return Batch(merged) if isinstance(obs, Batch) else merged
-    return obs.reshape(-1, *obs.shape[count:])
+
+    def merge(value: Any) -> Any:
+        return value.reshape(-1, *value.shape[count:])
+
+    if isinstance(obs, dict):
+        obs = Batch(obs)
+    return obs.apply_values_transform(merge) if isinstance(obs, Batch) else merge(obs)
 
 
 def _check_state(tensor: torch.Tensor, batch_size: int) -> None:
