@@ -311,26 +311,42 @@ def test_recurrent_state_is_kept_per_env_and_cleared_on_reset() -> None:
 
 class _ObsDrivenDistPolicy(Policy):
     """Acts with a distribution that depends on the observation: a Categorical with varying
-    probabilities, or (for observations at or above ``normal_from``) a Normal, so that the
-    collector's statistics see changing spreads and a change of distribution type."""
+    probabilities, or (for observations at or above ``switch_from``) another one, by
+    ``switch_to``: a Normal, one-dimensional ``Independent`` Gaussians or a Categorical over
+    three actions. The collector's statistics then see changing spreads and a change of
+    distribution type or width."""
 
-    def __init__(self, action_space: gym.Space, normal_from: float = np.inf) -> None:
+    def __init__(
+        self, action_space: gym.Space, switch_from: float = np.inf, switch_to: str = "normal"
+    ) -> None:
         super().__init__(action_space=action_space)
-        self.normal_from = normal_from
+        self.switch_from, self.switch_to = switch_from, switch_to
 
     def forward(self, batch: Batch, state: Any = None, **kwargs: Any) -> Batch:
         obs = torch.as_tensor(batch.obs, dtype=torch.float32).reshape(len(batch.obs), -1)[:, :1]
         dist: torch.distributions.Distribution
-        if float(obs.max()) >= self.normal_from:
-            dist = torch.distributions.Normal(obs, 1.0 + obs)
+        if float(obs.max()) >= self.switch_from:
+            if self.switch_to == "normal":
+                dist = torch.distributions.Normal(obs, 1.0 + obs)
+            elif self.switch_to == "gaussian":
+                dist = torch.distributions.Independent(
+                    torch.distributions.Normal(-obs, 2.0 + obs), 1
+                )
+            else:
+                dist = torch.distributions.Categorical(logits=torch.cat([obs, -obs, obs / 2], 1))
         else:
             dist = torch.distributions.Categorical(logits=torch.cat([obs / 3, -obs / 7], dim=1))
         return Batch(act=torch.zeros(len(obs), dtype=torch.long), dist=dist)
 
 
-@pytest.mark.parametrize("normal_from", [np.inf, 4.0])
-def test_distribution_spreads_are_those_of_every_step_in_order(normal_from: float) -> None:
-    policy = _ObsDrivenDistPolicy(DISCRETE, normal_from)
+@pytest.mark.parametrize(
+    ("switch_from", "switch_to"),
+    [(np.inf, "normal"), (4.0, "normal"), (4.0, "gaussian"), (4.0, "wider")],
+)
+def test_distribution_spreads_are_those_of_every_step_in_order(
+    switch_from: float, switch_to: str
+) -> None:
+    policy = _ObsDrivenDistPolicy(DISCRETE, switch_from, switch_to)
     collector = Collector(policy, counting_venv([3, 5, 6]), VectorReplayBuffer(300, 3))
     collector.reset()
     stats = collector.collect(n_step=150)

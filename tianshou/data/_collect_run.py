@@ -134,8 +134,11 @@ class CollectRun:
         """Where the envs stood (one row per env) when a finite env's reset raised
         ``StopIteration``; None unless that ended the run."""
         self.staging = RolloutStaging()
-        self.pending_probs: list[torch.Tensor] = []
-        """Action probabilities of steps whose distribution spread is yet to be recorded."""
+        self.pending_spreads: list[torch.Tensor] = []
+        """Per step whose distribution spread is yet to be recorded: its categorical action
+        probabilities, or (other distributions) its standard deviations."""
+        self.pending_are_probs = False
+        """Whether :attr:`pending_spreads` holds probabilities rather than deviations."""
         stats_type = type(stats)
         self.default_step_stats = (
             stats_type.update_at_step_batch is CollectStats.update_at_step_batch
@@ -289,35 +292,47 @@ class CollectRun:
         else:
             self.store_with_hook(transitions, actions)
         dist = actions.dist
+        rows = len(transitions.env_ids)
         if self.default_step_stats:  # what CollectStats.update_at_step_batch would record
             if dist is None:  # only a count to add
-                self.stats.n_collected_steps += len(transitions.env_ids)
+                self.stats.n_collected_steps += rows
                 return
             if isinstance(dist, Categorical) and len(dist.batch_shape) == 1:
-                self.stats.n_collected_steps += len(transitions.env_ids)
-                self.defer_spread(dist.probs)
+                self.stats.n_collected_steps += rows
+                self.defer_spread(dist.probs, are_probs=True)
+                return
+            if dist.batch_shape[:1] == (rows,) and len(dist.batch_shape + dist.event_shape) > 1:
+                # one distribution per row, deviations (rows, ...) like get_stddev_from_dist's
+                self.stats.n_collected_steps += rows
+                self.defer_spread(dist.stddev.detach().reshape(rows, -1), are_probs=False)
                 return
         self.record_deferred_spreads()  # keeps the rows of pred_dist_std_array in step order
         self.stats.update_at_step_batch(
             batch_of_parsed_values({"act": transitions.act, "dist": dist})
         )
 
-    def defer_spread(self, probs: torch.Tensor) -> None:
-        """Keep one step's categorical action probabilities ``(B, K)``; their spreads are
-        computed for all steps at once by :meth:`record_deferred_spreads` (a dozen small
-        tensor operations per step would cost a noticeable share of stepping cheap envs)."""
-        pending = self.pending_probs
-        if pending and pending[0].shape[-1] != probs.shape[-1]:
+    def defer_spread(self, values: torch.Tensor, are_probs: bool) -> None:
+        """Keep one step's categorical action probabilities ``(B, K)`` or standard deviations
+        ``(B, D)``; the statistics get the spreads of all steps at once from
+        :meth:`record_deferred_spreads` (converting and appending them step by step would
+        cost a noticeable share of stepping cheap envs, and grow quadratically)."""
+        pending = self.pending_spreads
+        if pending and (
+            self.pending_are_probs != are_probs or pending[0].shape[-1] != values.shape[-1]
+        ):
             self.record_deferred_spreads()
-        pending.append(probs)
+        self.pending_are_probs = are_probs
+        self.pending_spreads.append(values)  # a new list if the old one was just recorded
 
     def record_deferred_spreads(self) -> None:
         """Add the spreads of the deferred steps to the statistics' ``pred_dist_std_array``."""
-        pending = self.pending_probs
+        pending = self.pending_spreads
         if pending:
-            self.pending_probs = []
-            probs = pending[0] if len(pending) == 1 else torch.cat(pending)
-            self.stats.add_dist_stddev(categorical_stddev(probs))
+            self.pending_spreads = []
+            values = pending[0] if len(pending) == 1 else torch.cat(pending)
+            self.stats.add_dist_stddev(
+                categorical_stddev(values) if self.pending_are_probs else values
+            )
 
     def store_with_hook(self, transitions: Transitions, actions: StepActions) -> None:
         """Run the step hook on one vector step's transitions, then store them at once
