@@ -36,11 +36,14 @@ When ``ent_coef`` is 0 the entropy is computed without gradient, for the stats o
 
 :class:`BareOnPolicyLoop` adds the env side of a bare training loop (in-process gymnasium envs,
 actions from the bare actor, a rollout per update) for the throughput comparison of the small
-CartPole configuration.
+CartPole configuration; :class:`BareVectorEnvLoop` the same over an EnvPool vector env with
+normalised observations and Gaussian actions, for the end-to-end Hopper-v5 comparison in
+``benchmark/peers/compare_sb3.py``.
 """
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -282,11 +285,55 @@ class BarePPO:
         return torch.stack([loss, clip_loss, vf_loss, entropy]).detach()
 
 
-class BareOnPolicyLoop:
+class _BareRollouts:
+    """A rollout of ``steps_per_env`` steps of each of ``num_envs`` envs, as arrays laid out
+    env after env, and the training loop around it: :meth:`collect` (written by the subclass)
+    fills the arrays, :meth:`run` hands them to :meth:`BarePPO.update_on` (each env's last step
+    ends its segment, bootstrapped unless terminated).
+
+    :param act_shape: the shape of one action (``()`` for a discrete one).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        steps_per_env: int,
+        obs_shape: tuple[int, ...],
+        act_shape: tuple[int, ...],
+        act_dtype: type,
+        learner: BarePPO,
+    ) -> None:
+        self.steps_per_env, self.learner = steps_per_env, learner
+        shape = (num_envs, steps_per_env)
+        self.rollout_obs = np.empty((*shape, *obs_shape), dtype=np.float32)
+        self.rollout_next = np.empty_like(self.rollout_obs)
+        self.act = np.empty((*shape, *act_shape), dtype=act_dtype)
+        self.rew = np.empty(shape, dtype=np.float32)
+        self.terminated = np.empty(shape, dtype=bool)
+        self.truncated = np.empty(shape, dtype=bool)
+
+    def collect(self) -> None:
+        """Fill the rollout arrays, ``steps_per_env`` steps of every env."""
+        raise NotImplementedError
+
+    def run(self, iterations: int) -> int:
+        """``iterations`` rounds of collecting and learning; returns the env steps taken."""
+        for _ in range(iterations):
+            self.collect()
+            truncated = self.truncated.copy()
+            truncated[:, -1] |= ~self.terminated[:, -1]  # a segment's last step ends it
+            columns = [
+                self.rollout_obs, self.act, self.rew, self.terminated, truncated, self.rollout_next
+            ]  # fmt: skip
+            flat = [torch.as_tensor(c.reshape(-1, *c.shape[2:])) for c in columns]
+            self.learner.update_on(*flat)
+        return iterations * self.rew.size
+
+
+class BareOnPolicyLoop(_BareRollouts):
     """The env side of a bare on-policy training loop: ``num_envs`` gymnasium envs stepped in
-    this process (reset when an episode ends), actions sampled from :class:`BarePPO`'s actor,
-    and a rollout of ``steps_per_env`` steps per env handed to :meth:`BarePPO.update_on`,
-    env after env (each env's last step ends its segment, bootstrapped unless terminated).
+    this process (reset when an episode ends) with actions sampled from :class:`BarePPO`'s
+    categorical actor, and a rollout of ``steps_per_env`` steps per env per update.
 
     :param make_env: builds one env.
     :param learner: the PPO whose actor acts and which learns from each rollout.
@@ -302,17 +349,9 @@ class BareOnPolicyLoop:
     ) -> None:
         self.envs = [make_env() for _ in range(num_envs)]
         self.obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)])
-        self.steps_per_env, self.learner = steps_per_env, learner
-        shape = (num_envs, steps_per_env)
-        self.rollout_obs = np.empty((*shape, *self.obs.shape[1:]), dtype=np.float32)
-        self.rollout_next = np.empty_like(self.rollout_obs)
-        self.act = np.empty(shape, dtype=np.int64)
-        self.rew = np.empty(shape, dtype=np.float32)
-        self.terminated = np.empty(shape, dtype=bool)
-        self.truncated = np.empty(shape, dtype=bool)
+        super().__init__(num_envs, steps_per_env, self.obs.shape[1:], (), np.int64, learner)
 
     def collect(self) -> None:
-        """Fill the rollout arrays, ``steps_per_env`` steps of every env."""
         for t in range(self.steps_per_env):
             with torch.no_grad():
                 logits = self.learner.actor(torch.as_tensor(self.obs, dtype=torch.float32))
@@ -326,19 +365,69 @@ class BareOnPolicyLoop:
                 self.terminated[i, t], self.truncated[i, t] = terminated, truncated
                 self.obs[i] = env.reset()[0] if terminated or truncated else obs
 
-    def run(self, iterations: int) -> int:
-        """``iterations`` rounds of collecting and learning; returns the env steps taken."""
-        for _ in range(iterations):
-            self.collect()
-            truncated = self.truncated.copy()
-            truncated[:, -1] |= ~self.terminated[:, -1]  # a segment's last step ends it
-            columns = [
-                self.rollout_obs, self.act, self.rew, self.terminated, truncated, self.rollout_next
-            ]  # fmt: skip
-            flat = [torch.as_tensor(c.reshape(-1, *c.shape[2:])) for c in columns]
-            self.learner.update_on(*flat)
-        return iterations * len(self.envs) * self.steps_per_env
-
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class RunningObsNorm:
+    """Observations normalised by the running mean and variance of all observations seen (steps
+    and resets alike), clipped to ``[-clip, clip]``: what ``VectorEnvNormObs`` does, bare."""
+
+    def __init__(self, clip: float = 10.0, eps: float = float(np.finfo(np.float32).eps)) -> None:
+        self.mean, self.var, self.count = np.zeros(1), np.ones(1), 0
+        self.clip, self.eps = clip, eps
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """Merge ``obs`` ``(B, D)`` into the statistics, then return it normalised."""
+        n = len(obs)
+        batch_mean, batch_var = obs.mean(axis=0), obs.var(axis=0)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.var = (
+            self.var * self.count + batch_var * n + delta**2 * self.count * n / total
+        ) / total
+        self.mean = self.mean + delta * n / total
+        self.count = total
+        return np.clip((obs - self.mean) / np.sqrt(self.var + self.eps), -self.clip, self.clip)
+
+
+class BareVectorEnvLoop(_BareRollouts):
+    """A bare on-policy training loop over a vector env with EnvPool's gymnasium interface
+    (``reset(env_ids)``, ``step(actions)`` of all envs at once, e.g. ``envpool.make(...,
+    env_type="gymnasium")``): observations normalised by :class:`RunningObsNorm`, actions
+    sampled from :class:`BarePPO`'s Gaussian and clipped to ``[-1, 1]`` for the env (the raw
+    samples are learnt from), finished envs reset right away.
+
+    :param envs: the vector env (``num_envs`` envs with flat observations).
+    :param learner: the PPO (Gaussian actor) whose actor acts and which learns from each rollout.
+    """
+
+    def __init__(self, envs: Any, num_envs: int, steps_per_env: int, learner: BarePPO) -> None:
+        if learner.log_std is None:
+            raise ValueError("BareVectorEnvLoop needs a Gaussian actor (BarePPO without actions)")
+        self.envs, self.norm = envs, RunningObsNorm()
+        self.obs = self.norm(envs.reset()[0])
+        act_shape = tuple(learner.log_std.shape)
+        super().__init__(
+            num_envs, steps_per_env, self.obs.shape[1:], act_shape, np.float32, learner
+        )
+
+    def collect(self) -> None:
+        learner = self.learner
+        assert learner.log_std is not None
+        for t in range(self.steps_per_env):
+            with torch.no_grad():
+                loc = learner.actor(torch.as_tensor(self.obs, dtype=torch.float32))
+                actions = Normal(loc, learner.log_std.exp()).sample().numpy()
+            self.rollout_obs[:, t] = self.obs
+            self.act[:, t] = actions
+            obs, rew, terminated, truncated, _ = self.envs.step(np.clip(actions, -1.0, 1.0))
+            obs = self.norm(obs)
+            self.rollout_next[:, t] = obs
+            self.rew[:, t] = rew
+            self.terminated[:, t], self.truncated[:, t] = terminated, truncated
+            finished = np.flatnonzero(terminated | truncated)
+            if len(finished):
+                obs[finished] = self.norm(self.envs.reset(finished)[0])
+            self.obs = obs

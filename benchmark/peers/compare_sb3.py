@@ -13,11 +13,16 @@ and prints one JSON line per comparison:
   of training with 8 envs (ours: the trainer with the fastest env setup available, EnvPool
   when it is installed, else subprocess envs; theirs: the faster of ``DummyVecEnv`` and
   ``SubprocVecEnv``), observations normalised on both sides, no evaluation episodes; target:
-  ours at least 1.5x their env steps per second.
+  ours at least 1.5x their env steps per second. The same env steps and updates in a bare loop
+  (``benchmark.bare_ppo.BareVectorEnvLoop``: EnvPool, numpy normalisation, the bare PPO update
+  of ``benchmark/bare_ppo.py``) give the limit of this machine: ``bare_speedup`` over SB3, and
+  ``ratio_to_bare`` for ours.
 
 With ``--compiled``, ours is also timed with the compiled update (``Algorithm.compile_update``):
 ``compiled_speedup`` in each line, the update's compile seconds as ``compile_s``, and the end to
-end run's wall seconds (compilation included) as ``compiled_wall_s``.
+end run's wall seconds (compilation included) as ``compiled_wall_s``, of which its compile
+seconds as ``compiled_compile_s`` (small when inductor's on-disk cache holds the graphs from an
+earlier run, tens of seconds on a first run).
 
 Both sides use one torch thread.
 
@@ -35,8 +40,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmark.bare_ppo import BareVectorEnvLoop
 from benchmark.common import HOPPER_ACT, HOPPER_OBS, emit, random_transitions, seconds_per_call
-from benchmark.update_rate_ppo import ROLLOUT_SIZE, PPOConfig, library_ppo, library_update
+from benchmark.update_rate_ppo import (
+    ROLLOUT_SIZE,
+    PPOConfig,
+    bare_ppo,
+    library_ppo,
+    library_update,
+    load_weights,
+)
 from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import VectorEnvNormObs, make_envpool_env
 from tianshou.trainer import OnPolicyTrainerParams
@@ -110,9 +123,9 @@ def compare_updates(rounds: int, compiled: bool) -> dict[str, Any]:
 
 def our_hopper_run(
     steps_per_epoch: int, compiled: bool = False, seed: int = 0
-) -> tuple[float, int, str]:
-    """Wall seconds (compilation included) and env steps of our PPO training on Hopper-v5, and
-    the env backend."""
+) -> tuple[float, int, str, float]:
+    """Wall seconds (compilation included) and env steps of our PPO training on Hopper-v5, the
+    env backend, and the seconds spent compiling (0 unless ``compiled``)."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     raw = make_envpool_env("Hopper-v5", NUM_ENVS, seed=seed)
@@ -121,8 +134,7 @@ def our_hopper_run(
     updates = EPOCHS * -(-steps_per_epoch // ROLLOUT_SIZE)
     config = PPOConfig(lr_decay_updates=updates)
     algorithm = library_ppo(config)
-    if compiled:
-        algorithm.compile_update()
+    compiler = algorithm.compile_update() if compiled else None
     collector = Collector[CollectStats](
         algorithm, envs, VectorReplayBuffer(2 * ROLLOUT_SIZE, NUM_ENVS), exploration_noise=True
     )
@@ -143,13 +155,36 @@ def our_hopper_run(
         wall = time.perf_counter() - start
     finally:
         envs.close()
-    return wall, result.train_step, backend
+    return wall, result.train_step, backend, 0.0 if compiler is None else compiler.compile_seconds
+
+
+def bare_hopper_run(steps_per_epoch: int, seed: int = 0) -> tuple[float, int]:
+    """Wall seconds and env steps of the bare PPO loop doing our run's env steps and updates:
+    :class:`benchmark.bare_ppo.BareVectorEnvLoop` on the same EnvPool envs, starting from the
+    library's initial weights."""
+    import envpool  # the bare loop is EnvPool's: no fallback to compare with
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    updates = EPOCHS * -(-steps_per_epoch // ROLLOUT_SIZE)
+    config = PPOConfig(lr_decay_updates=updates)
+    learner = bare_ppo(random_transitions(ROLLOUT_SIZE, HOPPER_OBS, HOPPER_ACT, False), config)
+    load_weights(learner, library_ppo(config))
+    envs = envpool.make("Hopper-v5", env_type="gymnasium", num_envs=NUM_ENVS, seed=seed)
+    try:
+        loop = BareVectorEnvLoop(envs, NUM_ENVS, ROLLOUT_SIZE // NUM_ENVS, learner)
+        start = time.perf_counter()
+        env_steps = loop.run(updates)
+        wall = time.perf_counter() - start
+    finally:
+        envs.close()
+    return wall, env_steps
 
 
 def compare_end_to_end(steps: int, compiled: bool) -> dict[str, Any]:
     runs = {vec: sb3("e2e", "--vec", vec, "--steps", str(steps)) for vec in ("dummy", "subproc")}
     fastest = min(runs.values(), key=lambda run: run["wall_s"] / run["env_steps"])
-    wall, env_steps, backend = our_hopper_run(-(-steps // EPOCHS))
+    wall, env_steps, backend, _ = our_hopper_run(-(-steps // EPOCHS))
     ours_rate, theirs_rate = env_steps / wall, fastest["env_steps"] / fastest["wall_s"]
     row = {
         "bench": "ppo_hopper_100k_vs_sb3",
@@ -163,9 +198,21 @@ def compare_end_to_end(steps: int, compiled: bool) -> dict[str, Any]:
         "speedup": ours_rate / theirs_rate,
         "target_speedup": 1.5,
     }
+    if backend != "SubprocVectorEnv":  # the bare loop needs EnvPool
+        bare_wall, bare_steps = bare_hopper_run(-(-steps // EPOCHS))
+        bare_rate = bare_steps / bare_wall
+        row |= {
+            "bare_wall_s": bare_wall,
+            "bare_speedup": bare_rate / theirs_rate,
+            "ratio_to_bare": ours_rate / bare_rate,
+        }
     if compiled:
-        wall, env_steps, _ = our_hopper_run(-(-steps // EPOCHS), compiled=True)
-        row |= {"compiled_wall_s": wall, "compiled_speedup": env_steps / wall / theirs_rate}
+        wall, env_steps, _, compile_s = our_hopper_run(-(-steps // EPOCHS), compiled=True)
+        row |= {
+            "compiled_wall_s": wall,
+            "compiled_speedup": env_steps / wall / theirs_rate,
+            "compiled_compile_s": compile_s,
+        }
     return row
 
 
