@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from tianshou.utils.statistics import MovAvg, RunningMeanStd
+from tianshou.utils.statistics import MovAvg, RunningMeanStd, _mean_and_variance
 
 
 def test_mov_avg_window_and_ignored_values() -> None:
@@ -56,3 +56,15 @@ def test_norm_uses_epsilon_and_clips() -> None:
     default = RunningMeanStd()
     assert default.eps == np.finfo(np.float32).eps.item()
     assert default.var == 1.0 and default.count == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int64])
+@pytest.mark.parametrize("shape", [(8, 11), (1, 3), (1000, 2, 2), (5,)])
+def test_batch_statistics_are_numpys_mean_and_variance_bit_for_bit(
+    dtype: type, shape: tuple[int, ...]
+) -> None:
+    data = np.random.default_rng(3).normal(1.0, 3.0, size=shape).astype(dtype)
+    mean, var = _mean_and_variance(data)
+    for ours, numpys in ((mean, np.mean(data, axis=0)), (var, np.var(data, axis=0))):
+        assert ours.dtype == numpys.dtype
+        assert np.array_equal(ours, numpys)

@@ -122,7 +122,8 @@ class Policy(nn.Module, ABC):
         elif self.action_bound_method == "tanh":
             mapped = np.tanh(mapped)
         if self.action_scaling:
-            if mapped.size and (mapped.min() < -1.0 or mapped.max() > 1.0):
+            bounded = self.action_bound_method in ("clip", "tanh")  # already within [-1, 1]
+            if not bounded and mapped.size and (mapped.min() < -1.0 or mapped.max() > 1.0):
                 raise ValueError(
                     "action scaling expects raw actions in [-1, 1]; use action_bound_method "
                     f"'clip' or 'tanh', got actions in [{mapped.min()}, {mapped.max()}]"

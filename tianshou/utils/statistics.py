@@ -56,6 +56,18 @@ class MovAvg:
         return float(np.std(self.cache)) if self.cache else 0.0
 
 
+def _mean_and_variance(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.mean`` and ``np.var`` over the first axis, bit for bit; for float32/float64 arrays
+    computed with the same reductions directly, at half the cost of the two calls' argument
+    handling (which is most of their time for the few rows of one vector step)."""
+    if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.float64):
+        n = len(data)
+        mean = np.add.reduce(data, axis=0) / n
+        centred = data - mean
+        return mean, np.add.reduce(centred * centred, axis=0) / n
+    return np.mean(data, axis=0), np.var(data, axis=0)
+
+
 class RunningMeanStd:
     """Running mean and variance of a stream of batches, used to normalise observations.
 
@@ -100,8 +112,7 @@ class RunningMeanStd:
 
     def update(self, data_array: np.ndarray) -> None:
         """Merge a batch of samples (first axis = samples) into the running mean and variance."""
-        batch_mean = np.mean(data_array, axis=0)
-        batch_var = np.var(data_array, axis=0)
+        batch_mean, batch_var = _mean_and_variance(data_array)
         batch_count = len(data_array)
         total_count = self.count + batch_count
         delta = batch_mean - self.mean
