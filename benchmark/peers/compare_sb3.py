@@ -22,7 +22,7 @@ With ``--compiled``, ours is also timed with the compiled update (``Algorithm.co
 ``compiled_speedup`` in each line, the update's compile seconds as ``compile_s``, and the end to
 end run's wall seconds (compilation included) as ``compiled_wall_s``, of which its compile
 seconds as ``compiled_compile_s`` (small when inductor's on-disk cache holds the graphs from an
-earlier run, tens of seconds on a first run).
+earlier run, several times longer on a first run).
 
 Both sides use one torch thread.
 
