@@ -57,6 +57,18 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _RET_EPS = 1e-8
 
 
+def merge_moments(
+    mean: Any, var: Any, count: int, batch_mean: Any, batch_var: Any, batch_count: int
+) -> tuple[Any, Any, int]:
+    """``(mean, variance, count)`` of the samples behind ``(mean, var, count)`` and a batch's
+    ``(batch_mean, batch_var, batch_count)`` together (Chan et al.'s parallel update; floats or
+    arrays alike)."""
+    total = count + batch_count
+    delta = batch_mean - mean
+    merged_var = var * count + batch_var * batch_count + delta**2 * count * batch_count / total
+    return mean + delta * batch_count / total, merged_var / total, total
+
+
 class RunningReturnVariance:
     """Running mean and variance of the returns (Chan et al.'s parallel update), as the
     library's return scaling keeps them; only the variance scales the returns."""
@@ -65,16 +77,9 @@ class RunningReturnVariance:
         self.mean, self.var, self.count = 0.0, 1.0, 0
 
     def update(self, values: np.ndarray) -> None:
-        batch_mean, batch_var, batch_count = float(values.mean()), float(values.var()), len(values)
-        total = self.count + batch_count
-        delta = batch_mean - self.mean
-        self.var = (
-            self.var * self.count
-            + batch_var * batch_count
-            + delta**2 * self.count * batch_count / total
-        ) / total
-        self.mean += delta * batch_count / total
-        self.count = total
+        self.mean, self.var, self.count = merge_moments(
+            self.mean, self.var, self.count, float(values.mean()), float(values.var()), len(values)
+        )
 
 
 class BarePPO:
@@ -380,15 +385,9 @@ class RunningObsNorm:
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Merge ``obs`` ``(B, D)`` into the statistics, then return it normalised."""
-        n = len(obs)
-        batch_mean, batch_var = obs.mean(axis=0), obs.var(axis=0)
-        total = self.count + n
-        delta = batch_mean - self.mean
-        self.var = (
-            self.var * self.count + batch_var * n + delta**2 * self.count * n / total
-        ) / total
-        self.mean = self.mean + delta * n / total
-        self.count = total
+        self.mean, self.var, self.count = merge_moments(
+            self.mean, self.var, self.count, obs.mean(axis=0), obs.var(axis=0), len(obs)
+        )
         return np.clip((obs - self.mean) / np.sqrt(self.var + self.eps), -self.clip, self.clip)
 
 
@@ -399,16 +398,17 @@ class BareVectorEnvLoop(_BareRollouts):
     sampled from :class:`BarePPO`'s Gaussian and clipped to ``[-1, 1]`` for the env (the raw
     samples are learnt from), finished envs reset right away.
 
-    :param envs: the vector env (``num_envs`` envs with flat observations).
+    :param envs: the vector env (envs with flat observations).
     :param learner: the PPO (Gaussian actor) whose actor acts and which learns from each rollout.
     """
 
-    def __init__(self, envs: Any, num_envs: int, steps_per_env: int, learner: BarePPO) -> None:
+    def __init__(self, envs: Any, steps_per_env: int, learner: BarePPO) -> None:
         if learner.log_std is None:
             raise ValueError("BareVectorEnvLoop needs a Gaussian actor (BarePPO without actions)")
         self.envs, self.norm = envs, RunningObsNorm()
         self.obs = self.norm(envs.reset()[0])
         act_shape = tuple(learner.log_std.shape)
+        num_envs = len(self.obs)
         super().__init__(
             num_envs, steps_per_env, self.obs.shape[1:], act_shape, np.float32, learner
         )

@@ -172,7 +172,7 @@ def bare_hopper_run(steps_per_epoch: int, seed: int = 0) -> tuple[float, int]:
     load_weights(learner, library_ppo(config))
     envs = envpool.make("Hopper-v5", env_type="gymnasium", num_envs=NUM_ENVS, seed=seed)
     try:
-        loop = BareVectorEnvLoop(envs, NUM_ENVS, ROLLOUT_SIZE // NUM_ENVS, learner)
+        loop = BareVectorEnvLoop(envs, ROLLOUT_SIZE // NUM_ENVS, learner)
         start = time.perf_counter()
         env_steps = loop.run(updates)
         wall = time.perf_counter() - start
