@@ -139,11 +139,25 @@ def test_compute_score_fn_decides_best(capsys: pytest.CaptureFixture) -> None:
     info = trainer.run()
     assert info.best_score == -5.0 and info.best_reward == 5.0
     lines = capsys.readouterr().out.strip().splitlines()
+    # the published trainer's wording, its double comma and the space flag of the score included
     assert lines[0] == (
-        "Epoch #0: test_reward: 5.000000 ± 0.000000, best_reward: 5.000000 ± 0.000000 in #0, "
-        "score: -5.000000, best_score: -5.000000"
+        "Initial test step: test_reward: 5.000000 ± 0.000000,, score: -5.000000 "
+        "best_reward: 5.000000 ± 0.000000, best_score: -5.000000 in #0"
     )
-    assert lines[-1].startswith("Epoch #3: test_reward: 10.000000 ± 0.000000, best_reward: 5.0")
+    assert lines[-1] == (
+        "Epoch #3: test_reward: 10.000000 ± 0.000000,, score: -10.000000 "
+        "best_reward: 5.000000 ± 0.000000, best_score: -5.000000 in #0"
+    )
+
+
+def test_a_positive_score_is_printed_with_a_leading_space(capsys: pytest.CaptureFixture) -> None:
+    trainer, _ = off_policy_setup(
+        max_epochs=1, compute_score_fn=lambda stats: 1.0 + float(stats.returns_stat.mean)
+    )
+    trainer.params.verbose = True
+    trainer.run()
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Initial test step: test_reward: 5.000000 ± 0.000000,, score:  6.0")
 
 
 def test_verbose_summary_lines(capsys: pytest.CaptureFixture) -> None:
@@ -151,11 +165,20 @@ def test_verbose_summary_lines(capsys: pytest.CaptureFixture) -> None:
     trainer.run()
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines == [
-        "Epoch #0: test_reward: 5.000000 ± 0.000000, best_reward: 5.000000 ± 0.000000 in #0",
+        "Initial test step: test_reward: 5.000000 ± 0.000000, best_reward: 5.000000 ± 0.000000 "
+        "in #0",
         "Epoch #1: test_reward: 5.000000 ± 0.000000, best_reward: 5.000000 ± 0.000000 in #0",
         "Epoch #2: test_reward: 10.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 in #2",
         "Epoch #3: test_reward: 10.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 in #2",
     ]
+
+
+def test_summary_lines_also_go_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    trainer, _ = off_policy_setup(max_epochs=1, verbose=False)
+    with caplog.at_level(logging.INFO, logger="tianshou.trainer.trainer_base"):
+        trainer.run()
+    lines = [r.getMessage() for r in caplog.records if "test_reward" in r.getMessage()]
+    assert [line.split(":")[0] for line in lines] == ["Initial test step", "Epoch #1"]
 
 
 def test_training_fn_and_test_fn_arguments() -> None:
@@ -397,9 +420,38 @@ def test_best_result_survives_a_resume(
     assert (info.best_reward, info.best_score, info.best_reward_std) == (10.0, 10.0, 0.0)
     assert saved == []
     assert capsys.readouterr().out.strip().splitlines() == [
-        "Epoch #2: test_reward: 5.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 in #2",
+        "Initial test step: test_reward: 5.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 "
+        "in #2",
         "Epoch #3: test_reward: 5.000000 ± 0.000000, best_reward: 10.000000 ± 0.000000 in #2",
     ]
+
+
+@pytest.mark.parametrize("logger_kind", sorted(LOGGER_FACTORIES))
+def test_a_best_result_of_the_initial_test_survives_a_resume(
+    tmp_path: Any, logger_kind: str, capsys: pytest.CaptureFixture
+) -> None:
+    """The first run's best is its initial test (epoch 0: the policy switches to the better
+    action only after the run); the resumed run must still say so."""
+    make_logger = LOGGER_FACTORIES[logger_kind]
+    log_dir = str(tmp_path / "log")
+    first, _ = off_policy_setup(
+        compute_score_fn=lambda stats: -float(stats.returns_stat.mean),
+        switch_after=8,
+        max_epochs=2,
+        logger=make_logger(log_dir),
+        save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt_{epoch}.pt"),
+    )
+    assert first.run().best_score == -5.0
+    resumed, _ = off_policy_setup(
+        compute_score_fn=lambda stats: -float(stats.returns_stat.mean),
+        max_epochs=3,
+        logger=make_logger(log_dir),
+        resume_from_log=True,
+        verbose=True,
+    )
+    capsys.readouterr()
+    resumed.run()
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith("in #0")
 
 
 def test_resume_from_an_empty_log_dir_says_nothing_was_resumed(

@@ -10,11 +10,20 @@ elsewhere and change what the next update does:
   updates that decides when the target network is copied: without it a resumed run copies it at
   its first update instead of when it was due.
 
-They are saved as tensors only (``_running_stats.<attribute>.<field>`` float64 and
-``_counters.<attribute>`` int64), so a checkpoint still loads with
-``torch.load(weights_only=True)``.
+They travel in the state dict's metadata (``state_dict._metadata[<module prefix>]``, under
+``"tianshou_extra_state"``), which ``torch.save``/``torch.load`` keep (``weights_only=True``
+too: the values are tensors) and which ``nn.Module.load_state_dict`` accepts and ignores. So the
+keys of a checkpoint are exactly the published library's, and a checkpoint written by ours loads
+with ``strict=True`` into code written for the published library, while ours restores the
+extras from the metadata.
+
+Checkpoints of ours from before this layout held the extras as keys
+(``_running_stats.<attribute>.<field>`` and ``_counters.<attribute>``); they still load. The same
+keys are written when ``state_dict`` is given a ``destination`` without metadata, so that nothing
+is lost there.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +40,9 @@ RUNNING_STATS_STATE_KEY = "_running_stats"
 
 COUNTERS_STATE_KEY = "_counters"
 """The prefix of the entries holding update counters: ``_counters.<attribute>``."""
+
+EXTRA_STATE_METADATA_KEY = "tianshou_extra_state"
+"""Where a module's extras lie in its entry of the state dict's metadata."""
 
 _STATS_FIELDS = ("mean", "var", "count")
 
@@ -49,29 +61,49 @@ def is_extra_state_key(key: str) -> bool:
     return f".{RUNNING_STATS_STATE_KEY}." in dotted or f".{COUNTERS_STATE_KEY}." in dotted
 
 
-def extra_state(module: "Algorithm", prefix: str = "") -> dict[str, torch.Tensor]:
-    """The running statistics and counters of ``module`` itself (not of its submodules), as
-    state-dict entries under ``prefix``."""
-    result = {
-        f"{prefix}{RUNNING_STATS_STATE_KEY}.{name}.{stat}": torch.as_tensor(
-            np.asarray(getattr(stats, stat), dtype=np.float64)
-        )
-        for name, stats in vars(module).items()
-        if isinstance(stats, RunningMeanStd)
-        for stat in _STATS_FIELDS
-    }
+def extra_state(module: "Algorithm") -> ExtraState:
+    """The running statistics and counters of ``module`` itself (not of its submodules)."""
+    extras = ExtraState()
+    for name, stats in vars(module).items():
+        if isinstance(stats, RunningMeanStd):
+            extras.running_stats[name] = {
+                stat: torch.as_tensor(np.asarray(getattr(stats, stat), dtype=np.float64))
+                for stat in _STATS_FIELDS
+            }
     for name in module._checkpointed_counters:
-        result[f"{prefix}{COUNTERS_STATE_KEY}.{name}"] = torch.tensor(
-            int(getattr(module, name)), dtype=torch.int64
-        )
-    return result
+        extras.counters[name] = torch.tensor(int(getattr(module, name)), dtype=torch.int64)
+    return extras
 
 
-def pop_extra_state(module: "Algorithm", state: dict[str, Any], prefix: str = "") -> ExtraState:
-    """Remove ``module``'s extra entries from ``state`` and return them, checked against
-    ``module`` (nothing is restored yet). Entries that are absent (a checkpoint from before
-    they were saved, or from the published library) are simply not restored.
+def to_metadata(extras: ExtraState) -> dict[str, Any]:
+    """``extras`` as the value stored under :data:`EXTRA_STATE_METADATA_KEY`."""
+    return {"running_stats": extras.running_stats, "counters": extras.counters}
 
+
+def to_entries(extras: ExtraState, prefix: str) -> dict[str, torch.Tensor]:
+    """``extras`` as state-dict entries under ``prefix`` (the layout of older checkpoints)."""
+    entries = {
+        f"{prefix}{RUNNING_STATS_STATE_KEY}.{name}.{stat}": value
+        for name, fields in extras.running_stats.items()
+        for stat, value in fields.items()
+    }
+    for name, value in extras.counters.items():
+        entries[f"{prefix}{COUNTERS_STATE_KEY}.{name}"] = value
+    return entries
+
+
+def pop_extra_state(
+    module: "Algorithm",
+    state: dict[str, Any],
+    prefix: str = "",
+    metadata: Mapping[str, Any] | None = None,
+) -> ExtraState:
+    """Collect ``module``'s extras from its metadata entry and from the entries of the older
+    layout (which are removed from ``state``), checked against ``module``; nothing is restored
+    yet. Extras that are absent (a checkpoint from before they were saved, from the published
+    library, or whose metadata was dropped) are simply not restored.
+
+    :param metadata: ``module``'s entry of the state dict's metadata, if there is one.
     :raises RuntimeError: for running statistics or a counter that ``module`` does not keep
         (a checkpoint of another algorithm), or statistics lacking a field.
     """
@@ -84,6 +116,18 @@ def pop_extra_state(module: "Algorithm", state: dict[str, Any], prefix: str = ""
             popped.running_stats.setdefault(name, {})[stat] = state.pop(key)
         elif key.startswith(counters_head):
             popped.counters[key[len(counters_head) :]] = state.pop(key)
+    stored = (metadata or {}).get(EXTRA_STATE_METADATA_KEY)
+    if stored is not None:
+        if not isinstance(stored, Mapping):
+            raise RuntimeError(f"the checkpoint's {EXTRA_STATE_METADATA_KEY!r} is not a mapping")
+        for name, fields in dict(stored.get("running_stats", {})).items():
+            popped.running_stats.setdefault(name, {}).update(fields)
+        popped.counters.update(stored.get("counters", {}))
+    _check_fits(module, popped)
+    return popped
+
+
+def _check_fits(module: "Algorithm", popped: ExtraState) -> None:
     kind = type(module).__name__
     for name, fields in popped.running_stats.items():
         if not isinstance(getattr(module, name, None), RunningMeanStd):
@@ -100,7 +144,6 @@ def pop_extra_state(module: "Algorithm", state: dict[str, Any], prefix: str = ""
                 f"the checkpoint has the update counter {name!r}, which this {kind} does not "
                 "keep (a checkpoint of another algorithm?)"
             )
-    return popped
 
 
 def load_extra_state(module: "Algorithm", popped: ExtraState) -> None:
@@ -111,7 +154,7 @@ def load_extra_state(module: "Algorithm", popped: ExtraState) -> None:
         stats.var = _restored(fields["var"])
         stats.count = _restored(fields["count"])
     for name, value in popped.counters.items():
-        setattr(module, name, int(value.item()))
+        setattr(module, name, int(value))
 
 
 def _restored(value: torch.Tensor) -> Any:

@@ -13,6 +13,7 @@ optimizer step a NaN or infinite loss (``FloatingPointError``, the parameters le
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -23,11 +24,14 @@ from torch.optim.lr_scheduler import LRScheduler
 
 from tianshou.algorithm import _returns
 from tianshou.algorithm._checkpoint_extras import (
+    EXTRA_STATE_METADATA_KEY,
     ExtraState,
     extra_state,
     is_extra_state_key,
     load_extra_state,
     pop_extra_state,
+    to_entries,
+    to_metadata,
 )
 from tianshou.algorithm._lagged_mixins import (
     LaggedNetworkAlgorithmMixin,
@@ -273,16 +277,28 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
     def state_dict(  # type: ignore[override]
         self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
     ) -> dict[str, Any]:
-        """The module's state plus, under ``"_optimizers"``, the states of its optimizers and,
-        as tensors under ``"_running_stats.<attribute>.<field>"`` and ``"_counters.<attribute>"``
-        (only where there are any), its running statistics (e.g. those of return scaling) and
-        update counters (e.g. DQN's, which times the target network's copies), so that a
-        resumed run continues where it was."""
+        """The module's state plus, under ``"_optimizers"``, the states of its optimizers: the
+        published library's keys, so the checkpoint also loads (``strict=True``) into code
+        written for it.
+
+        What the next updates depend on beyond that, the running statistics (e.g. those of
+        return scaling) and update counters (e.g. DQN's, which times the target network's
+        copies), rides in the state dict's metadata (``result._metadata``, kept by
+        ``torch.save``), so that a resumed run of ours continues where it was. Given a
+        ``destination`` without metadata, they are added as ``"_running_stats.*"`` and
+        ``"_counters.*"`` entries instead.
+        """
         result = super().state_dict(
             *args, destination=destination, prefix=prefix, keep_vars=keep_vars
         )
         result[prefix + OPTIMIZERS_STATE_KEY] = [o.state_dict() for o in self._optimizers]
-        result.update(extra_state(self, prefix))
+        extras = extra_state(self)
+        if extras.running_stats or extras.counters:
+            metadata = getattr(result, "_metadata", None)
+            if metadata is not None and prefix[:-1] in metadata:
+                metadata[prefix[:-1]][EXTRA_STATE_METADATA_KEY] = to_metadata(extras)
+            else:
+                result.update(to_entries(extras, prefix))
         return result
 
     def load_state_dict(
@@ -300,9 +316,12 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             parameter groups do not match, if the running statistics or counters do not, or
             (``strict``) if the module keys differ.
         """
-        state = dict(state_dict)
+        metadata = getattr(state_dict, "_metadata", None)
+        state: dict[str, Any] = OrderedDict(state_dict)
+        if metadata is not None:  # the modules' versions, which torch's loading reads
+            state._metadata = metadata  # type: ignore[attr-defined]
         optim_states = self._pop_optimizer_states(state)
-        extras = self._pop_extra_states(state)
+        extras = self._pop_extra_states(state, metadata or {})
         self._check_module_state(state, strict)
         result = super().load_state_dict(state, strict=strict, assign=assign)
         for optimizers, states in optim_states:
@@ -312,12 +331,15 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             load_extra_state(module, extra)
         return result
 
-    def _pop_extra_states(self, state: dict[str, Any]) -> list[tuple["Algorithm", ExtraState]]:
+    def _pop_extra_states(
+        self, state: dict[str, Any], metadata: Mapping[str, Any]
+    ) -> list[tuple["Algorithm", ExtraState]]:
         result = []
         for name, module in self.named_modules():
             if isinstance(module, Algorithm):
                 prefix = f"{name}." if name else ""
-                result.append((module, pop_extra_state(module, state, prefix)))
+                extras = pop_extra_state(module, state, prefix, metadata.get(name))
+                result.append((module, extras))
         return result
 
     def _pop_optimizer_states(

@@ -161,6 +161,9 @@ def _online_trainer_params(
         "test_in_training": config.test_in_training,
         "save_best_fn": policy_persistence.get_save_best_fn(world),
         "save_checkpoint_fn": policy_persistence.get_save_checkpoint_fn(world),
+        # as in the published library: the test results go to the logger and the log, not to
+        # the console (the experiment's progress bars stay readable)
+        "verbose": False,
     }
 
 

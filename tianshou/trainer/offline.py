@@ -41,5 +41,4 @@ class OfflineTrainer(Trainer[TOfflineAlgorithm, OfflineTrainerParams]):
             stats = self.algorithm.update(sample_size=self.params.batch_size, buffer=self._buffer)
         self._env_step += self.params.batch_size
         self._record_update(stats)
-        self._finish_update_step(stats)
         return _TrainingStepResult(steps_in_epoch=1, collect_stats=None, training_stats=stats)

@@ -1,6 +1,7 @@
 """The two online trainers: on-policy (learn from each collection once) and off-policy (sample
 mini-batches from a replay buffer)."""
 
+import logging
 from typing import TYPE_CHECKING, TypeVar
 
 from tianshou.data import CollectStats
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
         OnPolicyAlgorithm,
         TrainingStats,
     )
+
+log = logging.getLogger(__name__)
 
 TOnPolicyAlgorithm = TypeVar("TOnPolicyAlgorithm", bound="OnPolicyAlgorithm")
 TOffPolicyAlgorithm = TypeVar("TOffPolicyAlgorithm", bound="OffPolicyAlgorithm")
@@ -39,6 +42,7 @@ class OnPolicyTrainer(OnlineTrainer[TOnPolicyAlgorithm, OnPolicyTrainerParams]):
     def _update_step(self, collect_stats: CollectStats) -> "TrainingStats":
         params = self.params
         collector = params.training_collector
+        log.info("Performing on-policy update on buffer of length %d", len(collector.buffer))
         stats = self.algorithm.update(
             buffer=collector.buffer,
             batch_size=params.batch_size,
@@ -46,7 +50,6 @@ class OnPolicyTrainer(OnlineTrainer[TOnPolicyAlgorithm, OnPolicyTrainerParams]):
         )
         collector.reset_buffer(keep_statistics=True)
         self._record_update(stats)
-        self._finish_update_step(stats)
         return stats
 
 
@@ -83,5 +86,4 @@ class OffPolicyTrainer(OnlineTrainer[TOffPolicyAlgorithm, OffPolicyTrainerParams
         for _ in range(num_steps):
             stats = update(sample_size=batch_size, buffer=buffer)
             record(stats)
-        self._finish_update_step(stats)
         return stats

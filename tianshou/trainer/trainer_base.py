@@ -45,8 +45,10 @@ _POSTFIX_REFRESH_SECONDS = 0.25
 """How often the progress bar's text (returns, losses) is rebuilt."""
 _LOSS_WINDOW = 100
 """Window of the moving averages of the losses (``MovAvg``'s default)."""
-_BEST_FIELDS = ("best_score", "best_reward", "best_reward_std", "best_epoch")
+_BEST_FIELDS = ("best_score", "best_reward", "best_reward_std")
 """The logged info fields a resumed run restores its best result from."""
+_INITIAL_TEST_PREFIX = "Initial test step"
+"""How the summary line of the test step that starts a run begins (later ones name their epoch)."""
 
 
 @dataclass(slots=True)
@@ -111,7 +113,9 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         self._logger: BaseLogger = params.logger if params.logger is not None else LazyLogger()
         self._log_update_when_due = _logs_only_when_due(self._logger, "log_update_data")
         self._log_training_when_due = _logs_only_when_due(self._logger, "log_training_data")
-        self._logs_nothing = isinstance(self._logger, LazyLogger)
+        # only the do-nothing logger itself may be skipped: a subclass that overrides a hook
+        # (the usual way to write a small custom logger) must see every call
+        self._logs_nothing = type(self._logger) is LazyLogger
         self._compute_score = params.compute_score_fn or _mean_return
         self._reset_counters()
 
@@ -182,7 +186,9 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         if reset_collectors:
             self._reset_collectors(reset_buffer=reset_collector_buffers)
         if self.params.test_collector is not None:
-            self._test_step(force_update_best=not best_restored)
+            self._test_step(
+                force_update_best=not best_restored, log_msg_prefix=_INITIAL_TEST_PREFIX
+            )
 
     def _resume_from_log(self) -> bool:
         """Restore the counters of the logger's last checkpoint and the best result logged up to
@@ -217,7 +223,7 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         self._best_score = record["best_score"]
         self._best_reward = record["best_reward"]
         self._best_reward_std = record["best_reward_std"]
-        self._best_epoch = int(record["best_epoch"])
+        self._best_epoch = logger.restore_best_epoch(epoch)
         log.info(
             "resumed from epoch %d (env step %d, update step %d) with best score %s from epoch %d",
             epoch,
@@ -253,6 +259,7 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
                 steps_done += result.steps_in_epoch
                 if result.collect_stats is not None:
                     train_collect = result.collect_stats
+                    self._log_training_data(result.collect_stats)
                 if result.training_stats is not None:
                     training = result.training_stats
                 self._stop_fn_flag = result.should_stop
@@ -285,8 +292,7 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         )
         info = self._create_info_stats()
         if not self._logs_nothing:
-            # best_epoch is not an InfoStats field; logging it lets a resumed run restore it
-            self._logger.log_info_data(asdict(info) | {"best_epoch": self._best_epoch}, self._epoch)
+            self._logger.log_info_data(asdict(info), self._epoch)
         return EpochStats(
             epoch=self._epoch,
             train_collect_stat=train_collect,
@@ -300,9 +306,15 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         """One unit of training (collect and update, or one offline update)."""
 
     # ------------------------------------------------------------------ testing
-    def _test_step(self, force_update_best: bool = False) -> CollectStats:
+    def _test_step(
+        self, force_update_best: bool = False, log_msg_prefix: str | None = None
+    ) -> CollectStats:
         """Collect test episodes, update the best score (calling ``save_best_fn`` on an
-        improvement) and print the summary line when verbose."""
+        improvement), log the summary line and print it when verbose.
+
+        :param log_msg_prefix: what the summary line starts with (by default ``Epoch #<k>``),
+            naming why this test step ran.
+        """
         params = self.params
         collector = params.test_collector
         assert collector is not None
@@ -325,8 +337,10 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
             self._best_reward, self._best_reward_std = returns.mean, returns.std
             if params.save_best_fn is not None:
                 params.save_best_fn(self.algorithm)
+        line = self._summary_line(returns, score, log_msg_prefix or f"Epoch #{self._epoch}")
+        log.info(line)
         if params.verbose:
-            self._print(self._summary_line(returns, score))
+            self._print(line)
         return stats
 
     def _print(self, line: str) -> None:
@@ -338,15 +352,18 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         else:
             print(line, flush=True)
 
-    def _summary_line(self, returns: SequenceSummaryStats, score: float) -> str:
-        line = (
-            f"Epoch #{self._epoch}: test_reward: {returns.mean:.6f} ± {returns.std:.6f}, "
-            f"best_reward: {self._best_reward:.6f} ± {self._best_reward_std:.6f} "
-            f"in #{self._best_epoch}"
+    def _summary_line(self, returns: SequenceSummaryStats, score: float, prefix: str) -> str:
+        """The test step's console line, worded as the published trainer words it (users grep
+        it): the score parts appear only when the score is not the mean return."""
+        score_part = best_score_part = ""
+        if score != returns.mean:
+            score_part = f", score: {score: .6f}"
+            best_score_part = f", best_score: {self._best_score:.6f}"
+        return (
+            f"{prefix}: test_reward: {returns.mean:.6f} ± {returns.std:.6f},{score_part} "
+            f"best_reward: {self._best_reward:.6f} ± {self._best_reward_std:.6f}"
+            f"{best_score_part} in #{self._best_epoch}"
         )
-        if self.params.compute_score_fn is not None:
-            line += f", score: {score:.6f}, best_score: {self._best_score:.6f}"
-        return line
 
     def _reduce_multi_agent_returns(self, stats: CollectStats) -> None:
         """Apply ``multi_agent_return_reduction`` to the per-episode returns, in place."""
@@ -358,12 +375,15 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
 
     # ------------------------------------------------------------------ update bookkeeping
     def _record_update(self, stats: "TrainingStats") -> None:
-        """Account for one ``algorithm.update`` result; cheap, since it runs per gradient step."""
+        """Account for one ``algorithm.update`` result and hand it to the logger; cheap when the
+        logger would not write it, since it runs per gradient step.
+
+        Every update is offered to ``log_update_data`` at the current update step (several per
+        training step off-policy, as the published trainer does); the call is skipped only
+        where the logger's own interval check would drop it anyway.
+        """
         self._policy_update_time += stats.train_time
         self._pending_updates.append(stats)
-
-    def _finish_update_step(self, stats: "TrainingStats") -> None:
-        """Log the last update of a training step when the logger will write it."""
         if self._logs_nothing:
             return
         step = self._current_update_step
@@ -375,6 +395,19 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
             return
         stats.smoothed_loss = self._flush_loss_averages()
         logger.log_update_data(asdict(stats), step)
+
+    def _log_training_data(self, stats: CollectStatsBase) -> None:
+        """Offer a training step's collection statistics to the logger, as the published
+        trainer does after every training step (with or without finished episodes)."""
+        if self._logs_nothing:
+            return
+        logger = self._logger
+        if (
+            self._log_training_when_due
+            and self._env_step - logger.last_log_train_step < logger.training_interval
+        ):
+            return
+        logger.log_training_data(asdict(stats), self._env_step)
 
     def _flush_loss_averages(self) -> dict[str, float]:
         """Feed the losses of the updates since the last flush into the moving averages and
@@ -458,6 +491,8 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
             collect_stats = self._collect_training_data()
             should_stop = self._test_in_training(collect_stats)
             training_stats = None if should_stop else self._update_step(collect_stats)
+        # the step's env steps count from here on: a test in training logs at the step before
+        self._env_step += collect_stats.n_collected_steps
         return _TrainingStepResult(
             steps_in_epoch=collect_stats.n_collected_steps,
             collect_stats=collect_stats,
@@ -476,7 +511,6 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
         )
         if tianshou_config.ENABLE_VALIDATION and not collector.raise_on_nan_in_buffer:
             check_recent_rows_for_nan(collector.buffer, stats.n_collected_steps)
-        self._env_step += stats.n_collected_steps
         self._train_collect_time += stats.collect_time
         TraceLogger.log(
             log,
@@ -489,33 +523,27 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
             self._env_episode += stats.n_collected_episodes
             self._reduce_multi_agent_returns(stats)
             self._last_collect_with_episodes = stats
-            self._log_training_data(stats)
         return stats
 
-    def _log_training_data(self, stats: CollectStats) -> None:
-        if self._logs_nothing:
-            return
-        logger = self._logger
-        if (
-            self._log_training_when_due
-            and self._env_step - logger.last_log_train_step < logger.training_interval
-        ):
-            return
-        logger.log_training_data(asdict(stats), self._env_step)
-
     def _test_in_training(self, collect_stats: CollectStats) -> bool:
-        """If the training returns satisfy ``stop_fn``, test right away (outside the training
-        step's exploration settings); True if the test returns satisfy it as well."""
+        """If the score of the training episodes satisfies ``stop_fn``, test right away
+        (outside the training step's exploration settings); True if the best score then
+        satisfies it as well."""
         params = self.params
         stop_fn = params.stop_fn
-        returns = collect_stats.returns_stat
-        if not params.test_in_training or stop_fn is None or returns is None:
+        if (
+            not params.test_in_training
+            or stop_fn is None
+            or collect_stats.n_collected_episodes == 0
+        ):
             return False
-        if not stop_fn(returns.mean):
+        if not stop_fn(float(self._compute_score(collect_stats))):
             return False
         with policy_within_training_step(self.algorithm.policy, enabled=False):
-            self._test_step()
-        if stop_fn(self._last_test_score):
+            self._test_step(
+                log_msg_prefix=f"Test step triggered by train stats (env_step={self._env_step})"
+            )
+        if stop_fn(self._best_score):
             return True
         if params.training_fn is not None:
             params.training_fn(self._epoch, self._env_step)

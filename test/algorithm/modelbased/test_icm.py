@@ -286,7 +286,8 @@ class TestUpdate:
         wrapper = wrap_ppo()
         wrapper.wrapped_algorithm.ret_rms.update(np.array([1.0, 2.0, 6.0]))
         state = wrapper.state_dict()
-        assert state["wrapped_algorithm._running_stats.ret_rms.count"].item() == 3
+        metadata = state._metadata["wrapped_algorithm"]  # type: ignore[attr-defined]
+        assert metadata["tianshou_extra_state"]["running_stats"]["ret_rms"]["count"].item() == 3
         fresh = wrap_ppo()
         fresh.load_state_dict(state)
         restored = fresh.wrapped_algorithm.ret_rms

@@ -1,6 +1,8 @@
 """Tests of the actor-critic base (values, GAE, return scaling) and of A2C's loss."""
 
+import copy
 import io
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -142,29 +144,50 @@ def test_a_checkpoint_keeps_the_return_statistics() -> None:
     np.testing.assert_allclose(again.returns.numpy(), expected.returns.numpy())
 
 
+def test_a_checkpoint_holds_only_published_keys_and_the_statistics_in_its_metadata() -> None:
+    algorithm = make_a2c()
+    algorithm.ret_rms.update(np.array([1.0, 5.0]))
+    state = algorithm.state_dict()
+    assert not [k for k in state if "_running_stats" in k or "_counters" in k]
+    extras = state._metadata[""]["tianshou_extra_state"]  # type: ignore[attr-defined]
+    assert sorted(extras["running_stats"]["ret_rms"]) == ["count", "mean", "var"]
+    assert extras["running_stats"]["ret_rms"]["count"].item() == 2
+
+
 def test_a_checkpoint_without_return_statistics_leaves_them_as_they_are() -> None:
-    # the published library's checkpoints and older ones have no such entry
-    state = make_a2c().state_dict()
-    assert sorted(k for k in state if k.startswith("_running_stats.")) == [
-        "_running_stats.ret_rms.count",
-        "_running_stats.ret_rms.mean",
-        "_running_stats.ret_rms.var",
-    ]
-    state = {k: v for k, v in state.items() if not k.startswith("_running_stats.")}
+    # the published library's checkpoints, and ours with the metadata dropped, have none
+    state = dict(make_a2c().state_dict())
     algorithm = make_a2c()
     algorithm.ret_rms.update(np.array([1.0, 5.0]))
     algorithm.load_state_dict(state)
     assert algorithm.ret_rms.count == 2
 
 
+def test_a_checkpoint_of_the_older_layout_still_loads() -> None:
+    # earlier versions wrote the statistics as "_running_stats.*" entries, as state_dict still
+    # does for a destination without metadata
+    source = make_a2c()
+    source.ret_rms.update(np.array([1.0, 5.0, 9.0]))
+    state = source.state_dict(destination={})
+    assert state["_running_stats.ret_rms.count"].item() == 3
+    resumed = make_a2c()
+    resumed.load_state_dict(state)
+    assert resumed.ret_rms.count == 3
+    np.testing.assert_allclose(resumed.ret_rms.var, source.ret_rms.var)
+
+
 def test_running_statistics_of_another_algorithm_are_rejected_untouched() -> None:
     state = make_a2c().state_dict()
-    state = {k: v + 1 if isinstance(v, torch.Tensor) else v for k, v in state.items()}
-    state["_running_stats.obs_rms.mean"] = torch.tensor(0.0)
+    changed = OrderedDict(
+        (k, v + 1 if isinstance(v, torch.Tensor) else v) for k, v in state.items()
+    )
+    changed._metadata = copy.deepcopy(state._metadata)  # type: ignore[attr-defined]
+    extras = changed._metadata[""]["tianshou_extra_state"]  # type: ignore[attr-defined]
+    extras["running_stats"]["obs_rms"] = extras["running_stats"]["ret_rms"]
     algorithm = make_a2c()
     before = [p.detach().clone() for p in algorithm.parameters()]
     with pytest.raises(RuntimeError, match="obs_rms"):
-        algorithm.load_state_dict(state)
+        algorithm.load_state_dict(changed)
     assert all(torch.equal(a, b) for a, b in zip(before, algorithm.parameters(), strict=True))
 
 

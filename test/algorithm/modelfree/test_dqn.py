@@ -372,7 +372,8 @@ class TestUpdate:
         for _ in range(2):
             update(dqn, buffer, 4)
         state = dqn.state_dict()
-        assert state["_counters._iter"].item() == 2
+        extras = state._metadata[""]["tianshou_extra_state"]  # type: ignore[attr-defined]
+        assert extras["counters"]["_iter"].item() == 2
         resumed = make_dqn(target_update_freq=3)
         resumed.load_state_dict(state)
         target_before = [p.detach().clone() for p in resumed.model_old.parameters()]

@@ -8,55 +8,13 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from torch.utils.tensorboard import SummaryWriter
 
+from test.utils.logger.fake_wandb import install_fake_wandb
 from tianshou.utils.logger import WandbLogger
-
-
-class FakeArtifact:
-    def __init__(self, name: str, type: str, metadata: dict[str, Any]) -> None:
-        self.name, self.type, self.metadata = name, type, metadata
-        self.files: list[str] = []
-        self.downloaded_to: str | None = None
-
-    def add_file(self, path: str) -> None:
-        self.files.append(path)
-
-    def download(self, root: str) -> None:
-        self.downloaded_to = root
-
-
-class FakeRun:
-    id = "run42"
-
-    def __init__(self) -> None:
-        self.artifacts: list[FakeArtifact] = []
-        self.finished = False
-
-    def log_artifact(self, artifact: FakeArtifact) -> None:
-        self.artifacts.append(artifact)
-
-    def use_artifact(self, name: str) -> FakeArtifact:
-        assert name == "run_run42_checkpoint:latest"
-        return self.artifacts[-1]
-
-    def finish(self) -> None:
-        self.finished = True
 
 
 @pytest.fixture
 def fake_wandb(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    module = types.ModuleType("wandb")
-    state = types.SimpleNamespace(init_kwargs=None, run=FakeRun())
-
-    def init(**kwargs: Any) -> FakeRun:
-        state.init_kwargs = kwargs
-        return state.run
-
-    module.init = init  # type: ignore[attr-defined]
-    module.run = None  # type: ignore[attr-defined]
-    module.Artifact = FakeArtifact  # type: ignore[attr-defined]
-    module.Settings = lambda **kwargs: ("Settings", kwargs)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "wandb", module)
-    return state
+    return install_fake_wandb(monkeypatch)
 
 
 def test_missing_wandb_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -218,6 +218,36 @@ class BaseLogger(ABC):
             if isinstance(values, np.ndarray) and len(values) == len(epochs)
         }
 
+    def restore_best_epoch(self, epoch: int) -> int:
+        """The epoch in which the best score logged up to ``epoch`` was reached, read from the
+        logged info records (the first of the run of records that end with that best score)
+        and, for epoch 0, the initial test logged at env step 0.
+
+        The info record holds the best score but not its epoch (it is the published
+        ``InfoStats``), so a resumed trainer recovers the epoch this way. With an
+        ``info_interval`` above 1 the answer is the first *logged* epoch with that score. 0
+        when nothing was logged.
+        """
+        log_path = self.logged_data_path()
+        if log_path is None:
+            return 0
+        logged = self.restore_logged_data(log_path)
+        info = logged.get(DataScope.INFO.value)
+        if not isinstance(info, dict):
+            return 0
+        epochs, scores = info.get("epoch"), info.get("best_score")
+        if not isinstance(epochs, np.ndarray) or not isinstance(scores, np.ndarray):
+            return 0
+        rows = np.flatnonzero(epochs <= epoch)
+        if rows.size == 0:
+            return 0
+        first = len(rows) - 1
+        while first > 0 and scores[rows[first - 1]] == scores[rows[-1]]:
+            first -= 1
+        if first == 0 and _initial_test_scored(logged, info, rows[-1]):
+            return 0
+        return int(epochs[rows[first]])
+
     @abstractmethod
     def finalize(self) -> None:
         """Flush and release the backend at the end of training."""
@@ -230,6 +260,30 @@ class BaseLogger(ABC):
         self.last_log_train_step = env_step
         self.last_log_test_step = env_step
         self.last_log_update_step = update_step
+
+
+def _initial_test_scored(logged: TRestoredData, info: TRestoredData, row: int) -> bool:
+    """Whether the test logged at env step 0 (a run's initial test) returned the best reward
+    that the info record at ``row`` holds, mean and deviation alike."""
+    test = logged.get(DataScope.TEST.value)
+    returns = test.get("returns_stat") if isinstance(test, dict) else None
+    steps = test.get("env_step") if isinstance(test, dict) else None
+    best_mean, best_std = info.get("best_reward"), info.get("best_reward_std")
+    if not (
+        isinstance(returns, dict)
+        and isinstance(steps, np.ndarray)
+        and isinstance(best_mean, np.ndarray)
+        and isinstance(best_std, np.ndarray)
+    ):
+        return False
+    means, stds = returns.get("mean"), returns.get("std")
+    if not isinstance(means, np.ndarray) or not isinstance(stds, np.ndarray):
+        return False
+    initial = np.flatnonzero(steps == 0)
+    if initial.size == 0:
+        return False
+    first = initial[0]
+    return bool(means[first] == best_mean[row] and stds[first] == best_std[row])
 
 
 _LAST_STEP_ATTR = {
