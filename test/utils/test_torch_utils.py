@@ -13,6 +13,7 @@ from tianshou.utils.torch_utils import (
     create_uniform_action_dist,
     policy_within_training_step,
     torch_device,
+    torch_threads,
     torch_train_mode,
 )
 
@@ -83,3 +84,29 @@ def test_uniform_dist_rejects_unsupported_and_unbounded_spaces() -> None:
         create_uniform_action_dist(gym.spaces.MultiDiscrete([2, 3]))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="bounded Box"):
         create_uniform_action_dist(gym.spaces.Box(low=-np.inf, high=np.inf, shape=(2,)))
+
+
+def test_torch_threads_sets_the_count_for_the_body_and_restores_it() -> None:
+    before = torch.get_num_threads()
+    wanted = 2 if before == 1 else 1
+    with torch_threads(wanted) as chosen:
+        assert chosen == wanted == torch.get_num_threads()
+    assert torch.get_num_threads() == before
+
+
+def test_torch_threads_restores_the_count_after_an_error() -> None:
+    before = torch.get_num_threads()
+    with pytest.raises(KeyError), torch_threads(2 if before == 1 else 1):
+        raise KeyError("interrupted")
+    assert torch.get_num_threads() == before
+
+
+def test_torch_threads_none_leaves_torch_as_it_is() -> None:
+    before = torch.get_num_threads()
+    with torch_threads(None) as chosen:
+        assert chosen == before == torch.get_num_threads()
+
+
+def test_torch_threads_refuses_a_count_below_one() -> None:
+    with pytest.raises(ValueError, match="at least 1"), torch_threads(0):
+        pass

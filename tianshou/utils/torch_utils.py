@@ -1,5 +1,6 @@
-"""Context managers that put torch modules and policies into the mode a phase of training needs,
-and small torch helpers (a module's device, a uniform distribution over an action space)."""
+"""Context managers that put torch modules and policies into the mode a phase of training needs
+(or torch into a chosen thread count), and small torch helpers (a module's device, a uniform
+distribution over an action space)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,37 @@ def torch_train_mode(module: nn.Module, enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         module.train(was_training)
+
+
+DEFAULT_TORCH_THREADS = 1
+"""The intra-op thread count the example scripts, runners and high-level experiments choose
+unless told otherwise: RL networks are small, so one thread does an update about as fast as
+many on an idle machine, and many times faster on a busy one (see ``docs/performance.md``)."""
+
+
+@contextmanager
+def torch_threads(num_threads: int | None) -> Iterator[int]:
+    """Run the body with torch's intra-op thread count set to ``num_threads``, then restore the
+    count it had; yields the count in force.
+
+    The library itself never changes the thread count; runners that own the process (scripts,
+    experiments) use this to make their choice deliberate and scoped, and log it.
+
+    :param num_threads: the count for the body (at least 1), or None to leave torch's own
+        setting (one thread per core by default) as it is.
+    :raises ValueError: for a count below 1.
+    """
+    previous = torch.get_num_threads()
+    if num_threads is None:
+        yield previous
+        return
+    if num_threads < 1:
+        raise ValueError(f"torch_threads needs at least 1 thread, got {num_threads}")
+    torch.set_num_threads(num_threads)
+    try:
+        yield num_threads
+    finally:
+        torch.set_num_threads(previous)
 
 
 @contextmanager
