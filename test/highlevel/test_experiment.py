@@ -7,7 +7,7 @@ import pickle
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 import torch
@@ -72,8 +72,11 @@ def experiment_config(tmp_path: Path, **kwargs: object) -> ExperimentConfig:
 TBuilder = TypeVar("TBuilder", bound=ExperimentBuilder)
 
 
-def make_builder(builder_class: type[TBuilder], task: str, config: ExperimentConfig) -> TBuilder:
-    """A builder with default algorithm parameters and a one-epoch training config."""
+def make_builder(
+    builder_class: type[TBuilder], task: str, config: ExperimentConfig, **training: Any
+) -> TBuilder:
+    """A builder with default algorithm parameters and a one-epoch training config
+    (``training`` overrides its fields)."""
     on_policy = issubclass(builder_class, OnPolicyExperimentBuilder)
     config_class = OnPolicyTrainingConfig if on_policy else OffPolicyTrainingConfig
     training_config = config_class(
@@ -84,6 +87,7 @@ def make_builder(builder_class: type[TBuilder], task: str, config: ExperimentCon
         buffer_size=500,
         collection_step_num_env_steps=30,
         batch_size=16,
+        **training,
     )
     env_factory = EnvFactoryRegistered(task=task, venv_type=VectorEnvType.DUMMY)
     return builder_class(env_factory, config, training_config)
@@ -412,3 +416,45 @@ def test_user_guide_example_runs_as_written(
     # after the epoch)
     assert result.trainer_result.test_episode == 2 * 3
     assert os.listdir(tmp_path) == []
+
+
+class RecordThreads(EpochTrainCallback):
+    """Records torch's thread count at each epoch's start (module level: experiments pickle)."""
+
+    seen: ClassVar[list[int]] = []
+
+    def callback(self, epoch: int, env_step: int, context: TrainingContext) -> None:
+        RecordThreads.seen.append(torch.get_num_threads())
+
+
+@pytest.mark.parametrize("threads", [1, None])
+def test_the_run_uses_the_configured_torch_threads_and_restores_them(
+    tmp_path: Path, threads: int | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen = RecordThreads.seen
+    seen.clear()
+    before = torch.get_num_threads()
+    outside = 2 if before == 1 else before  # a count the run must not keep
+    torch.set_num_threads(outside)
+    try:
+        config = experiment_config(tmp_path)
+        builder = make_builder(DQNExperimentBuilder, "CartPole-v1", config, torch_threads=threads)
+        builder.with_epoch_train_callback(RecordThreads())
+        with caplog.at_level(logging.INFO, logger="tianshou.highlevel.experiment"):
+            builder.with_name("threads").build().run()
+        assert seen and set(seen) == {outside if threads is None else threads}
+        assert torch.get_num_threads() == outside
+        expected = "training_config.torch_threads" if threads else "torch default"
+        assert any(expected in record.getMessage() for record in caplog.records)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_training_config_pickled_without_torch_threads_loads_with_the_default() -> None:
+    config = OffPolicyTrainingConfig(num_training_envs=1)
+    state = dict(config.__dict__)
+    del state["torch_threads"]  # as saved by an earlier version or the published library
+    restored = OffPolicyTrainingConfig.__new__(OffPolicyTrainingConfig)
+    restored.__setstate__(state)
+    assert restored.torch_threads == 1
+    assert pickle.loads(pickle.dumps(config)) == config

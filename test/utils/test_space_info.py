@@ -51,3 +51,45 @@ def test_unsupported_space_is_named() -> None:
         ActionSpaceInfo.from_space(tuple_space)
     with pytest.raises(ValueError, match="unsupported observation space Tuple"):
         SpaceInfo.from_spaces(spaces.Discrete(2), tuple_space)
+
+
+def test_a_masked_observation_is_described_by_its_obs_entry_and_mask() -> None:
+    masked = spaces.Dict(
+        {"obs": spaces.Box(-1.0, 1.0, shape=(5,)), "mask": spaces.Box(0, 1, (4,), dtype=bool)}
+    )
+    info = SpaceInfo.from_spaces(spaces.Discrete(4), masked).observation_info
+    assert (info.obs_shape, info.obs_dim, info.mask_shape) == ((5,), 5, (4,))
+    assert info.entries is None
+
+
+def test_a_dict_observation_is_described_flat_and_per_entry() -> None:
+    space = spaces.Dict(
+        {
+            "pos": spaces.Box(-1.0, 1.0, shape=(2,)),
+            "goal": spaces.Discrete(4),
+            "camera": spaces.Box(0, 255, (8, 8, 3), dtype=np.uint8),
+        }
+    )
+    info = ObservationSpaceInfo.from_space(space)
+    assert info.obs_shape == (2 + 4 + 192,) and info.obs_dim == 198  # Discrete: one-hot
+    assert info.entries is not None and info.mask_shape is None
+    assert {key: entry.obs_shape for key, entry in info.entries.items()} == {
+        "pos": (2,),
+        "goal": 4,
+        "camera": (8, 8, 3),
+    }
+
+
+def test_a_masked_dict_observation_keeps_the_entries_of_its_obs() -> None:
+    inner = spaces.Dict({"a": spaces.Box(0.0, 1.0, (3,)), "b": spaces.MultiBinary(2)})
+    info = ObservationSpaceInfo.from_space(
+        spaces.Dict({"obs": inner, "mask": spaces.MultiBinary(6)})
+    )
+    assert info.obs_shape == (5,) and info.mask_shape == (6,)
+    assert info.entries is not None and set(info.entries) == {"a", "b"}
+
+
+def test_an_unsupported_entry_of_a_dict_is_named() -> None:
+    space = spaces.Dict({"ok": spaces.Discrete(2), "bad": spaces.Text(5)})
+    with pytest.raises(ValueError, match="unsupported observation space Text"):
+        ObservationSpaceInfo.from_space(space)

@@ -13,9 +13,11 @@ how the environments, buffers and collectors are built.
 """
 
 import multiprocessing
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
 
 from tianshou.utils.string import ToStringMixin
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def _require(condition: bool, message: str) -> None:
@@ -63,6 +65,11 @@ class TrainingConfig(ToStringMixin):
     :param replay_buffer_stack_num: number of consecutive observations stacked per sample.
     :param test_in_training: when the training returns already satisfy the stop criterion, test
         right away and stop if the test returns satisfy it too.
+    :param torch_threads: torch's intra-op thread count while the experiment runs (restored
+        afterwards); None leaves torch's own setting (one thread per core). The default of 1
+        suits the small networks of RL: on an idle machine more threads gain little, and with
+        one other busy process they make each update many times slower. Raise it for large
+        convolutional networks (Atari), where more threads pay (see ``docs/performance.md``).
     """
 
     max_epochs: int = 100
@@ -79,9 +86,12 @@ class TrainingConfig(ToStringMixin):
     replay_buffer_save_only_last_obs: bool = False
     replay_buffer_stack_num: int = 1
     test_in_training: bool = False
+    torch_threads: int | None = DEFAULT_TORCH_THREADS
 
     def __post_init__(self) -> None:
         _check_int("max_epochs", self.max_epochs, 0)
+        if self.torch_threads is not None:
+            _check_int("torch_threads", self.torch_threads, 1)
         _check_int("epoch_num_steps", self.epoch_num_steps, 1)
         if self.num_training_envs == -1:
             self.num_training_envs = multiprocessing.cpu_count()
@@ -116,6 +126,14 @@ class TrainingConfig(ToStringMixin):
         ):
             if value is not None:
                 _check_int(name, value, 1)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Load pickles of experiments saved before a field existed (by an earlier version, or
+        by the published library): the missing fields take their defaults."""
+        for field in fields(self):
+            if field.name not in state and field.default is not MISSING:
+                state[field.name] = field.default
+        self.__dict__.update(state)
 
 
 @dataclass(kw_only=True)

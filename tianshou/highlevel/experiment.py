@@ -63,6 +63,7 @@ from tianshou.highlevel.trainer import (
 from tianshou.highlevel.world import World
 from tianshou.utils.logger import LazyLogger
 from tianshou.utils.string import ToStringMixin
+from tianshou.utils.torch_utils import torch_threads
 
 if TYPE_CHECKING:
     from tianshou.highlevel.experiment_builders import (
@@ -396,8 +397,13 @@ class Experiment(ToStringMixin):
         name = self.name if run_name is None else os.path.join(self.name, run_name)
         directory = self._persistence_dir(name)
         self._prepare_persistence_dir(directory, raise_error_on_dirname_collision)
-        with self._log_file(directory):
+        threads = self.training_config.torch_threads
+        with self._log_file(directory), torch_threads(threads) as chosen:
             log.info(f"Running experiment {name!r}:\n{self}")
+            log.info(
+                f"torch: {chosen} intra-op thread{'s' if chosen != 1 else ''} "
+                f"({'torch default' if threads is None else 'training_config.torch_threads'})"
+            )
             if self.config.persistence_enabled:
                 self.save(directory)
             world = self._create_world(name, directory, logger_run_id)

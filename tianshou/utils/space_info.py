@@ -14,6 +14,10 @@ import numpy as np
 from gymnasium import spaces
 
 SUPPORTED_SPACES = "Box, Discrete or MultiDiscrete"
+SUPPORTED_OBSERVATION_SPACES = "Box, Discrete, MultiDiscrete, MultiBinary or a Dict of them"
+
+OBS_KEY, MASK_KEY = "obs", "mask"
+"""The two entries of a masked observation: what the networks read, and the legal actions."""
 
 
 def _flat_dim(shape: int | Sequence[int], what: str) -> int:
@@ -25,9 +29,9 @@ def _flat_dim(shape: int | Sequence[int], what: str) -> int:
     raise ValueError(f"{what} must be an int or a sequence of ints, got {shape!r}")
 
 
-def _unsupported(space: gym.Space, role: str) -> ValueError:
+def _unsupported(space: gym.Space, role: str, supported: str = SUPPORTED_SPACES) -> ValueError:
     return ValueError(
-        f"unsupported {role} space {type(space).__name__}; SpaceInfo handles {SUPPORTED_SPACES}"
+        f"unsupported {role} space {type(space).__name__}; SpaceInfo handles {supported}"
     )
 
 
@@ -83,10 +87,24 @@ class ActionSpaceInfo:
 class ObservationSpaceInfo:
     """The observation shape of an observation space.
 
-    :param obs_shape: the Box or MultiDiscrete shape, or ``n`` for a Discrete space.
+    Two kinds of ``Dict`` observation are described as the networks see them:
+
+    * a masked observation, ``Dict({"obs": ..., "mask": ...})`` (the legal-action convention
+      of ``docs/spaces.md``), by its ``obs`` entry, what the networks read; ``mask_shape`` is
+      the mask's shape;
+    * any other ``Dict``, by the width of its entries flattened and concatenated (one-hot for
+      ``Discrete`` entries, as ``gymnasium.spaces.flatdim`` counts them), with each entry
+      described in ``entries``.
+
+    :param obs_shape: the Box, MultiDiscrete or MultiBinary shape, ``n`` for a Discrete space,
+        or ``(flat width,)`` for a Dict space.
+    :param entries: a Dict space's entries, each described on its own (None for other spaces).
+    :param mask_shape: the legal-action mask's shape, for a masked observation (else None).
     """
 
     obs_shape: int | Sequence[int]
+    entries: dict[str, "ObservationSpaceInfo"] | None = None
+    mask_shape: tuple[int, ...] | None = None
 
     @property
     def obs_dim(self) -> int:
@@ -95,12 +113,24 @@ class ObservationSpaceInfo:
 
     @classmethod
     def from_space(cls, space: gym.Space) -> Self:
-        """Read the shape of a Box, Discrete or MultiDiscrete observation space."""
-        if isinstance(space, spaces.Box | spaces.MultiDiscrete):
+        """Read the shape of a Box, Discrete, MultiDiscrete, MultiBinary or Dict observation
+        space (a Dict's entries recursively)."""
+        if isinstance(space, spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary):
             return cls(obs_shape=space.shape)
         if isinstance(space, spaces.Discrete):
             return cls(obs_shape=int(space.n))
-        raise _unsupported(space, "observation")
+        if isinstance(space, spaces.Dict):
+            if set(space.spaces) == {OBS_KEY, MASK_KEY}:
+                inner = cls.from_space(space[OBS_KEY])
+                mask_shape = space[MASK_KEY].shape
+                if mask_shape is None:
+                    raise ValueError(f"the {MASK_KEY!r} entry {space[MASK_KEY]} has no shape")
+                return cls(obs_shape=inner.obs_shape, entries=inner.entries, mask_shape=mask_shape)
+            entries: dict[str, ObservationSpaceInfo] = {
+                key: cls.from_space(sub) for key, sub in space.spaces.items()
+            }
+            return cls(obs_shape=(spaces.flatdim(space),), entries=entries)
+        raise _unsupported(space, "observation", SUPPORTED_OBSERVATION_SPACES)
 
 
 @dataclass(kw_only=True)
@@ -111,6 +141,14 @@ class SpaceInfo:
     >>> info = SpaceInfo.from_env(gym.make("CartPole-v1"))
     >>> info.action_info.action_shape, info.observation_info.obs_shape
     (2, (4,))
+
+    A masked observation is described by what the networks read, and its mask:
+
+    >>> masked = gym.spaces.Dict({
+    ...     "obs": gym.spaces.Box(0.0, 1.0, (6,)), "mask": gym.spaces.MultiBinary(3)})
+    >>> observation = SpaceInfo.from_spaces(gym.spaces.Discrete(3), masked).observation_info
+    >>> observation.obs_shape, observation.mask_shape
+    ((6,), (3,))
     """
 
     action_info: ActionSpaceInfo
