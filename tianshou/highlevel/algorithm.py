@@ -164,6 +164,7 @@ def _online_trainer_params(
         # as in the published library: the test results go to the logger and the log, not to
         # the console (the experiment's progress bars stay readable)
         "verbose": False,
+        "show_progress": config.show_progress,
     }
 
 

@@ -65,6 +65,7 @@ class TrainingConfig(ToStringMixin):
     :param replay_buffer_stack_num: number of consecutive observations stacked per sample.
     :param test_in_training: when the training returns already satisfy the stop criterion, test
         right away and stop if the test returns satisfy it too.
+    :param show_progress: show the trainer's progress bar of each epoch.
     :param torch_threads: torch's intra-op thread count while the experiment runs (restored
         afterwards); None leaves torch's own setting (one thread per core). The default of 1
         suits the small networks of RL: on an idle machine more threads gain little, and with
@@ -86,6 +87,7 @@ class TrainingConfig(ToStringMixin):
     replay_buffer_save_only_last_obs: bool = False
     replay_buffer_stack_num: int = 1
     test_in_training: bool = False
+    show_progress: bool = True
     torch_threads: int | None = DEFAULT_TORCH_THREADS
 
     def __post_init__(self) -> None:

@@ -1,3 +1,5 @@
+import logging
+
 import numpy as np
 import pytest
 
@@ -22,3 +24,12 @@ def test_interval_brackets_the_iqm_is_reproducible_and_leaves_the_global_generat
     assert score.low < score.high
     assert iqm_with_interval(returns) == score
     assert score.to_dict() == {"iqm": score.iqm, "ci_low": score.low, "ci_high": score.high}
+
+
+def test_the_interval_says_nothing_at_info_level(caplog: pytest.LogCaptureFixture) -> None:
+    """rliable announces each estimate through absl at INFO; a search prints it per trial."""
+    absl_level = logging.getLogger("absl").level
+    with caplog.at_level(logging.INFO):
+        iqm_with_interval([1.0, 2.0, 3.0])
+    assert not [r for r in caplog.records if r.name == "absl"]
+    assert logging.getLogger("absl").level == absl_level

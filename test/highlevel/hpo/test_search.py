@@ -1,11 +1,14 @@
 import json
+import logging
 from pathlib import Path
 
 import optuna
 
 from test.highlevel.hpo.conftest import tiny_cartpole_ppo_template, tiny_space
 from tianshou.highlevel.hpo.best_config import load_best_params
+from tianshou.highlevel.hpo.objective import to_json_values
 from tianshou.highlevel.hpo.search import run_search
+from tianshou.highlevel.hpo.space import format_hyperparameters
 
 
 def test_search_reevaluates_on_fresh_seeds_and_writes_report_best_config_and_plots(
@@ -59,3 +62,49 @@ def test_resumed_search_continues_the_trial_count(tmp_path: Path) -> None:
     more = run_search(template, tiny_space(), "resume", 3, num_seeds=1, storage=storage, top_k=0)
     assert [t.number for t in more.study.trials] == [0, 1, 2]
     assert more.best is not None and more.best.chosen_by == "search"
+
+
+def test_the_same_sampler_seed_proposes_the_same_trials() -> None:
+    def proposals(sampler_seed: int) -> list[dict]:
+        result = run_search(
+            tiny_cartpole_ppo_template(max_epochs=1),
+            tiny_space(),
+            study_name=f"seeded_{sampler_seed}",
+            n_trials=2,
+            num_seeds=1,
+            top_k=0,
+            sampler_seed=sampler_seed,
+        )
+        return [trial.params for trial in result.study.trials]
+
+    assert proposals(7) == proposals(7)
+    assert proposals(7) != proposals(8)
+
+
+def test_optuna_s_trial_lines_are_held_back_during_the_search_only() -> None:
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    optuna_logger = logging.getLogger("optuna")
+    optuna_logger.addHandler(handler)
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+    try:
+        run_search(
+            tiny_cartpole_ppo_template(max_epochs=1),
+            tiny_space(),
+            study_name="quiet",
+            n_trials=1,
+            num_seeds=1,
+            top_k=0,
+        )
+    finally:
+        optuna_logger.removeHandler(handler)
+    assert records  # the study's creation is still announced
+    assert not [r for r in records if "finished with value" in r.getMessage()]
+    assert optuna.logging.get_verbosity() == optuna.logging.INFO
+
+
+def test_hyper_parameters_have_one_spelling() -> None:
+    values = {"lr": 0.00021578743809662107, "hidden_sizes": (64, 64), "batch_size": 32}
+    assert format_hyperparameters(values) == "lr=0.0002158, hidden_sizes=[64, 64], batch_size=32"
+    assert format_hyperparameters(to_json_values(values)) == format_hyperparameters(values)

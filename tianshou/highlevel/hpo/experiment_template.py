@@ -32,6 +32,9 @@ class ExperimentTemplate:
     :param customize: applies fixed settings to every trial's builder (None: none).
     :param persistence_name: the directory below ``experiment_config.persistence_base_dir``
         under which the runs write (``<name>/<run>/seed=<seed>``), if persistence is enabled.
+    :param show_run_progress: show each run's epoch progress bars (off by default: the seeds
+        of a trial run side by side, and their bars would interleave; the search shows one
+        bar per trial instead).
     """
 
     binding: AlgorithmBinding
@@ -41,6 +44,7 @@ class ExperimentTemplate:
     params: Params | None = None
     customize: BuilderCustomization | None = None
     persistence_name: str = "hpo"
+    show_run_progress: bool = False
 
     def __post_init__(self) -> None:
         if self.training_config is not None and self.training_config.num_test_envs < 1:
@@ -60,7 +64,9 @@ class ExperimentTemplate:
         builder.experiment_config(
             dataclasses.replace(self.experiment_config, seed=seed, watch=False)
         )
-        self.binding.configure(builder, values, self.params, self.training_config)
+        training = self.training_config or self.binding.training_config_class()
+        training = dataclasses.replace(training, show_progress=self.show_run_progress)
+        self.binding.configure(builder, values, self.params, training)
         if self.customize is not None:
             builder = self.customize(builder)
         return builder
@@ -79,3 +85,22 @@ class ExperimentTemplate:
         builder = self.builder(values, first_seed)
         name = os.path.join(self.persistence_name, run_name)
         return builder.with_name(name).build_seeded_collection(num_seeds).experiments
+
+    def trial_training_config(self, values: Mapping[str, Any]) -> TrainingConfig:
+        """The training config the runs of ``values`` train with (the tuned values applied)."""
+        training = self.training_config or self.binding.training_config_class()
+        return dataclasses.replace(training, **self.binding.training_updates(values))
+
+
+def epoch_env_steps(config: TrainingConfig) -> int:
+    """The env steps an epoch of ``config`` really collects: ``epoch_num_steps`` rounded up to
+    whole collection steps, each of which every training env takes an equal share of.
+
+    Equal to ``epoch_num_steps`` for configs that collect whole episodes.
+    """
+    collect = config.collection_step_num_env_steps
+    if collect is None:
+        return config.epoch_num_steps
+    envs = config.num_training_envs
+    per_collection = -(-collect // envs) * envs
+    return -(-config.epoch_num_steps // per_collection) * per_collection

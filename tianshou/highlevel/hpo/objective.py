@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tianshou.highlevel.config import TrainingConfig
 from tianshou.highlevel.hpo._optuna import import_optuna
-from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
+from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate, epoch_env_steps
 from tianshou.highlevel.hpo.score import iqm, iqm_with_interval
 from tianshou.highlevel.hpo.seed_runs import SeedRunner
-from tianshou.highlevel.hpo.space import SearchSpace
+from tianshou.highlevel.hpo.space import SearchSpace, format_hyperparameters
+from tianshou.utils.progress_bar import DummyTqdm, tqdm_config
 
 if TYPE_CHECKING:
     import optuna
@@ -44,6 +46,8 @@ class SeedRobustObjective:
     :param space: the hyper-parameters to sample.
     :param num_seeds: seeds per trial (at least 1; several make the score robust).
     :param seed_runner: how the seeds run (default: sequentially, in lockstep).
+    :param show_progress: show one progress bar per trial (its epochs over all seeds, with
+        the IQM so far), labelled with the trial's number.
     """
 
     def __init__(
@@ -52,6 +56,7 @@ class SeedRobustObjective:
         space: SearchSpace,
         num_seeds: int,
         seed_runner: SeedRunner | None = None,
+        show_progress: bool = False,
     ) -> None:
         if num_seeds < 1:
             raise ValueError(f"num_seeds must be at least 1, got {num_seeds}")
@@ -60,6 +65,8 @@ class SeedRobustObjective:
         self.space = space
         self.num_seeds = num_seeds
         self.seed_runner = seed_runner if seed_runner is not None else SeedRunner()
+        self.show_progress = show_progress
+        self._warned_epoch_lengths: set[tuple[int, int]] = set()
 
     @property
     def search_seeds(self) -> list[int]:
@@ -72,21 +79,59 @@ class SeedRobustObjective:
         values = self.space.sample(trial)
         trial.set_user_attr("hyperparameters", to_json_values(values))
         trial.set_user_attr("seeds", self.search_seeds)
+        training = self.template.trial_training_config(values)
+        self._warn_if_epochs_grow(training)
         experiments = self.template.seeded_experiments(
             values, self.search_seeds[0], self.num_seeds, f"trial_{trial.number}"
         )
         returns_so_far: list[np.ndarray] = []
+        with self._progress_bar(trial.number, training.max_epochs) as bar:
 
-        def on_epoch(epoch: int, returns_S: np.ndarray) -> None:
-            returns_so_far.append(returns_S)
-            trial.report(iqm(returns_S), epoch)
-            if self.seed_runner.reports_during_training and trial.should_prune():
-                trial.set_user_attr("test_returns", np.stack(returns_so_far, axis=1).tolist())
-                raise optuna.TrialPruned(f"pruned after epoch {epoch}")
+            def on_epoch(epoch: int, returns_S: np.ndarray) -> None:
+                returns_so_far.append(returns_S)
+                epoch_iqm = iqm(returns_S)
+                bar.update(1)
+                bar.set_postfix({"IQM": f"{epoch_iqm:.2f}"})
+                trial.report(epoch_iqm, epoch)
+                if self.seed_runner.reports_during_training and trial.should_prune():
+                    returns = np.stack(returns_so_far, axis=1).tolist()
+                    trial.set_user_attr("test_returns", returns)
+                    log.info(f"Trial {trial.number}: pruned after epoch {epoch}")
+                    raise optuna.TrialPruned(f"pruned after epoch {epoch}")
 
-        returns_SE = self.seed_runner.run(experiments, on_epoch)
+            returns_SE = self.seed_runner.run(experiments, on_epoch)
         score = iqm_with_interval(returns_SE[:, -1])
         trial.set_user_attr("test_returns", returns_SE.tolist())
         trial.set_user_attr("score", score.to_dict())
-        log.info(f"Trial {trial.number}: IQM of final test returns {score} with {values}")
+        log.info(
+            f"Trial {trial.number}: IQM of final test returns {score} with "
+            f"{format_hyperparameters(values)}"
+        )
         return score.iqm
+
+    def _progress_bar(self, trial_number: int, epochs: int) -> Any:
+        if not self.show_progress:
+            return DummyTqdm(total=epochs)
+        import tqdm
+
+        return tqdm.tqdm(
+            total=epochs,
+            desc=f"trial {trial_number} ({self.num_seeds} seeds)",
+            unit="epoch",
+            **tqdm_config,
+        )
+
+    def _warn_if_epochs_grow(self, training: TrainingConfig) -> None:
+        """Say (once per length) when a trial's epochs are longer than ``epoch_num_steps``
+        because its collection steps do not divide it, e.g. a tuned collection size above the
+        epoch length."""
+        steps = epoch_env_steps(training)
+        key = (training.epoch_num_steps, steps)
+        if steps != training.epoch_num_steps and key not in self._warned_epoch_lengths:
+            self._warned_epoch_lengths.add(key)
+            log.warning(
+                f"epoch_num_steps={training.epoch_num_steps} is rounded up to {steps} env steps "
+                f"per epoch: an epoch consists of whole collection steps of "
+                f"collection_step_num_env_steps={training.collection_step_num_env_steps} "
+                f"(over {training.num_training_envs} training envs)"
+            )

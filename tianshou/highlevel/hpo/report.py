@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from tianshou.highlevel.hpo._optuna import import_optuna
 from tianshou.highlevel.hpo.best_config import BestConfiguration
 from tianshou.highlevel.hpo.reevaluation import ReevaluationReport, top_trials
+from tianshou.highlevel.hpo.space import format_hyperparameters
 
 if TYPE_CHECKING:
     import optuna
@@ -92,7 +93,7 @@ def format_report(report: dict[str, Any]) -> str:
     for entry in report["top_trials"]:
         lines.append(
             f"{entry['rank']:>4}  {entry['trial_number']:>5}  {_score_text(entry['score']):<32}  "
-            f"{entry['hyperparameters']}"
+            f"{format_hyperparameters(entry['hyperparameters'])}"
         )
     reevaluation = report["reevaluation"]
     if reevaluation is not None:

@@ -7,9 +7,11 @@ unlucky seed, which is what makes a tuned configuration hold up on other seeds; 
 four seeds nothing is trimmed and it is the plain mean.
 """
 
+import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.stats
@@ -75,6 +77,16 @@ def _bootstrap_intervals(values: np.ndarray, bootstrap_seed: int) -> np.ndarray:
     """rliable's interval of the IQM of ``values``, shape ``(2, 1)``."""
     from rliable import library
 
+    absl_logger = logging.getLogger("absl")  # rliable says "Calculating estimates" at INFO
+    absl_level = absl_logger.level
+    absl_logger.setLevel(max(absl_level, logging.WARNING))
+    try:
+        return _rliable_intervals(library, values, bootstrap_seed)
+    finally:
+        absl_logger.setLevel(absl_level)
+
+
+def _rliable_intervals(library: Any, values: np.ndarray, bootstrap_seed: int) -> np.ndarray:
     with warnings.catch_warnings():
         # rliable hands its generator to arch under a keyword that arch deprecates
         warnings.filterwarnings("ignore", category=FutureWarning, module="arch")

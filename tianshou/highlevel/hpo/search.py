@@ -107,6 +107,8 @@ def run_search(
     num_reevaluation_seeds: int | None = None,
     out_dir: str | None = None,
     num_report_trials: int = 10,
+    sampler_seed: int | None = None,
+    show_progress: bool = False,
 ) -> SearchResult:
     """Search, re-evaluate the ``top_k`` configurations on fresh seeds, choose the best and
     (with ``out_dir``) write ``study.json``, ``best_config.json`` and the plots there.
@@ -131,23 +133,38 @@ def run_search(
         they follow the search seeds, so no trial has seen them.
     :param out_dir: where to write the report, best configuration and plots (None: nowhere).
     :param num_report_trials: how many of the best trials the report lists.
+    :param sampler_seed: seeds the default TPE sampler, so that the same search proposes the
+        same trials (processes sharing a storage should each get their own); ignored when a
+        ``sampler`` is given. None: unseeded.
+    :param show_progress: show one progress bar per trial (each run's own bars stay off).
+        Optuna's per-trial INFO lines are held back while the search runs (the report and the
+        ``tianshou.highlevel.hpo`` log say the same, in one spelling).
     """
     optuna = import_optuna()
     if n_trials < 1 or top_k < 0:
         raise ValueError(f"n_trials must be >= 1 and top_k >= 0, got {n_trials}, {top_k}")
     seed_runner = SeedRunner(launcher)
-    objective = SeedRobustObjective(template, space, num_seeds, seed_runner)
+    objective = SeedRobustObjective(
+        template, space, num_seeds, seed_runner, show_progress=show_progress
+    )
+    if sampler is None and sampler_seed is not None:
+        sampler = optuna.samplers.TPESampler(seed=sampler_seed)
     study = load_or_create_study(study_name, storage, sampler, pruner)
     missing = n_trials - finished_trial_count(study)
     if missing > 0:
         finished_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-        study.optimize(
-            objective,
-            n_trials=missing,
-            timeout=timeout,
-            n_jobs=n_jobs,
-            callbacks=[optuna.study.MaxTrialsCallback(n_trials, states=finished_states)],
-        )
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(max(verbosity, optuna.logging.WARNING))
+        try:
+            study.optimize(
+                objective,
+                n_trials=missing,
+                timeout=timeout,
+                n_jobs=n_jobs,
+                callbacks=[optuna.study.MaxTrialsCallback(n_trials, states=finished_states)],
+            )
+        finally:
+            optuna.logging.set_verbosity(verbosity)
     else:
         log.info(f"Study {study_name!r} holds {n_trials - missing} finished trials already")
     reevaluation = None

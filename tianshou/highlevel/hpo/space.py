@@ -16,7 +16,7 @@ when ``auto_alpha`` is True), which Optuna's define-by-run sampling expresses di
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -194,3 +194,19 @@ class SearchSpace:
 
     def __repr__(self) -> str:
         return f"SearchSpace({self.dimensions!r})"
+
+
+def format_hyperparameters(values: Mapping[str, Any] | None) -> str:
+    """``values`` as one line, the way every output of a search spells them: floats to four
+    significant digits, sequences (``hidden_sizes``) as lists."""
+    if values is None:
+        return "-"
+    return ", ".join(f"{name}={_format_value(value)}" for name, value in values.items())
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    return str(value)
