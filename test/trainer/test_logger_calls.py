@@ -320,3 +320,34 @@ def test_a_subclass_overriding_one_hook_captures_every_test(tmp_path: Any) -> No
         ),
     ).run()
     assert curve.points == [(0, 5.0), (4, 5.0), (8, 10.0), (12, 10.0)]
+
+
+def test_a_resumed_run_restores_first_and_goes_on_from_the_checkpoint(tmp_path: Any) -> None:
+    def run(max_epochs: int, resume: bool) -> list[Call]:
+        logger = RecordingTensorboardLogger(str(tmp_path / "tb"))
+        policy = SwitchPolicy(gym.spaces.Discrete(2))
+        train, test = count_env_collectors(policy)
+        OffPolicyTrainer(
+            StandInOffPolicy(policy),
+            OffPolicyTrainerParams(
+                training_collector=train,
+                test_collector=test,
+                max_epochs=max_epochs,
+                epoch_num_steps=4,
+                collection_step_num_env_steps=4,
+                test_step_num_episodes=2,
+                batch_size=4,
+                logger=logger,
+                resume_from_log=resume,
+                save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt{epoch}"),
+                **QUIET,
+            ),
+        ).run()
+        return logger.calls
+
+    run(max_epochs=1, resume=False)
+    assert run(max_epochs=2, resume=True) == [
+        ("restore",),
+        ("test", 4),  # the initial test, at the restored env step
+        *_online_epoch(2, steps_per_epoch=1, env_steps_per_step=4, updates_per_step=4),
+    ]
