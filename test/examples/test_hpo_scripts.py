@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.hpo.best_config import BestConfiguration
-
-from examples.hl_cli import run_cli
 
 
 @pytest.fixture(autouse=True)

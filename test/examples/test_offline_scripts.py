@@ -53,7 +53,7 @@ def script(algo: str) -> ModuleType:
 
 
 def common() -> ModuleType:
-    return importlib.import_module("examples.offline.offline_common")
+    return importlib.import_module("tianshou.scripts.offline")
 
 
 TINY = ["--dataset", DATASET, "--epoch", "1", "--update-per-epoch", "3", "--batch-size", "8"]
@@ -143,7 +143,7 @@ class TestCommon:
     def test_defaults_and_underscore_options(self) -> None:
         args = script("bc").get_args(["--update_per_epoch", "7", "--batch-size", "5"])
         assert args.dataset == "mujoco/hopper/expert-v0"
-        assert (args.update_per_epoch, args.batch_size, args.epoch) == (7, 5, 200)
+        assert (args.epoch_num_steps, args.batch_size, args.epoch) == (7, 5, 200)
         assert args.hidden_sizes == [256, 256]
         assert not args.norm_obs
         assert script("td3_bc").get_args([]).norm_obs

@@ -1,4 +1,5 @@
-"""Partially observed tasks for the recurrent examples and tests.
+"""Partially observed tasks for the recurrent example scripts (``examples/pomdp/``), tests and
+benchmarks.
 
 Hiding the velocities of two classic-control tasks turns a Markov task into one where a single
 observation no longer tells the agent what to do: the velocity must be inferred from the
