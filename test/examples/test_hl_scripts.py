@@ -455,5 +455,6 @@ def test_cli_needs_defaults() -> None:
 def test_every_script_has_a_command_line(module: str) -> None:
     main = script_main(module)
     parser = hl_cli.build_parser(main)
-    assert vars(parser.parse_args([])) == {}
+    # options not given are left to main's defaults; --torch-threads is run_cli's own
+    assert vars(parser.parse_args([])) == {"torch_threads": 1}
     assert parser.parse_args(["--seed", "3"]).seed == 3

@@ -70,7 +70,7 @@ def test_tic_tac_toe_options_take_every_spelling_and_warn_about_unknown_ones() -
             ["--epoch_num_steps", "5", "--training_num", "2", "--bogus"]
         )
     assert dashed == underscored
-    assert (dashed.step_per_epoch, dashed.training_num) == (5, 2)
+    assert (dashed.epoch_num_steps, dashed.num_training_envs) == (5, 2)
 
 
 def test_tic_tac_toe_watch_prints_the_game_in_the_terminal(

@@ -60,6 +60,17 @@ _CANONICAL_OF_ALIAS = {
 }
 
 
+def current_option_name(name: str) -> str:
+    """The current name (dashed, without ``--``) of the option spelt ``name`` in any published
+    way: with or without ``--``, dashes or underscores, current or older name.
+
+    >>> current_option_name("--training_num")
+    'num-training-envs'
+    """
+    dashed = name.removeprefix("--").replace("_", "-")
+    return _CANONICAL_OF_ALIAS.get(dashed, dashed)
+
+
 def option_spellings(name: str) -> list[str]:
     """Every accepted spelling of the option ``name`` (``--`` and dashes or underscores): the
     name itself, then its aliases of :data:`PUBLISHED_NAMES`, each dashed and underscored.
