@@ -40,15 +40,15 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
 from tianshou.env.mujoco import make_mujoco_env
+from tianshou.scripts.mujoco.ppo import build_ppo
+from tianshou.scripts.mujoco.training import train_on_policy as train_ppo_mujoco
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
-from examples.mujoco.mujoco_ppo import build_ppo
 from examples.mujoco.mujoco_ppo import get_args as ppo_args
-from examples.mujoco.mujoco_ppo import train as train_ppo_mujoco
 from examples.mujoco.mujoco_sac import build_sac
 from examples.mujoco.mujoco_sac import get_args as sac_args
 
