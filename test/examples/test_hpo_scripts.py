@@ -1,5 +1,5 @@
 """The search scripts of ``examples/hpo`` on tiny budgets, and loading their best configuration
-into a ``*_hl.py`` script's command line (``--config-file`` of ``examples/hl_cli.py``)."""
+into a ``*_hl.py`` script's command line (``--config-file`` of ``tianshou.highlevel.cli``)."""
 
 import importlib
 import json

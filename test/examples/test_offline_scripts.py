@@ -1,4 +1,5 @@
-"""The offline example scripts (examples/offline/) and their shared helper ``offline_common``.
+"""The offline example scripts (examples/offline/) and their shared helper
+``tianshou.scripts.offline``.
 
 Each script trains on a tiny Hopper-v5 Minari dataset made here with Minari's DataCollector
 (random actions, two episodes of at most 20 steps, in a temporary MINARI_DATASETS_PATH), prints
