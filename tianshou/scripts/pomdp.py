@@ -18,6 +18,7 @@ import torch
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Collector, CollectStats, InfoStats
 from tianshou.env import DummyVectorEnv
+from tianshou.scripts.persistence import POLICY_FILE
 from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.utils.cli import (
     ArgumentParser,
@@ -29,9 +30,6 @@ from tianshou.utils.logger.logger_base import BaseLogger
 
 EnvFactory = Callable[[], gym.Env]
 """Makes one env of a script's task."""
-
-POLICY_FILE = "policy.pth"
-"""The file name of the saved algorithm state, in the run's log directory."""
 
 
 def base_parser(description: str | None, epoch: int, epoch_num_steps: int) -> ArgumentParser:

@@ -22,13 +22,11 @@ from tianshou.data import (
 )
 from tianshou.scripts.atari.buffers import replay_buffer
 from tianshou.scripts.atari.envs import AtariEnvs, atari_envs
+from tianshou.scripts.persistence import POLICY_FILE
 from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.cli import logger_from_args, torch_threads_from_args
 from tianshou.utils.logger.logger_base import BaseLogger
-
-POLICY_FILE = "policy.pth"
-"""The file name of the saved algorithm state, in the run's log directory."""
 
 EPS_DECAY_STEPS = 1_000_000
 """Env steps over which the training epsilon decays linearly (Mnih et al. 2015: 1M frames)."""
