@@ -39,16 +39,16 @@ from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, ReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
+from tianshou.env.mujoco import make_mujoco_env
+from tianshou.scripts.mujoco.ppo import build_ppo
+from tianshou.scripts.mujoco.training import train_on_policy as train_ppo_mujoco
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 
-from examples.mujoco.mujoco_env import make_mujoco_env
-from examples.mujoco.mujoco_ppo import build_ppo
 from examples.mujoco.mujoco_ppo import get_args as ppo_args
-from examples.mujoco.mujoco_ppo import train as train_ppo_mujoco
 from examples.mujoco.mujoco_sac import build_sac
 from examples.mujoco.mujoco_sac import get_args as sac_args
 
@@ -293,14 +293,14 @@ def ppo_hopper(
     args = ppo_args(
         [
             "--seed", str(seed), "--epoch", "5", "--epoch-num-steps", "20480",
-            "--num-train-envs", "8", "--num-test-envs", str(TEST_EPISODES), "--no-progress",
+            "--num-training-envs", "8", "--num-test-envs", str(TEST_EPISODES), "--no-progress",
             *extra_args,
         ]
     )  # fmt: skip
     torch.manual_seed(seed)
     np.random.seed(seed)
     env, train_envs, test_envs = make_mujoco_env(
-        args.task, seed, args.num_train_envs, args.num_test_envs, obs_norm=True
+        args.task, seed, args.num_training_envs, args.num_test_envs, obs_norm=True
     )
     algorithm = build_ppo(args, env)
     test_collector = Collector[CollectStats](algorithm, test_envs)

@@ -52,6 +52,7 @@ from tianshou.algorithm.modelfree.sac import SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
+from tianshou.env import pomdp as pomdp_envs
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
@@ -63,8 +64,6 @@ from tianshou.utils.net.recurrent import (
     RecurrentValueNet,
 )
 from tianshou.utils.torch_utils import policy_within_training_step
-
-from examples.pomdp import pomdp_envs
 
 HIDDEN = 64
 NUM_ENVS = 8

@@ -1,9 +1,10 @@
 """The example scripts, one package per family of tasks.
 
-Run a script as a module from the repository root, e.g.
-``python -m examples.mujoco.mujoco_sac --task Hopper-v5``. The scripts import their helpers
-through this package (``from examples.mujoco.mujoco_env import make_mujoco_env``), so they
-need the repository root on the module search path, which ``python -m`` from there provides.
+Each script runs three ways: as a file from any folder (``python examples/mujoco/mujoco_sac.py``),
+from its own folder (``cd examples/mujoco && python mujoco_sac.py``) or as a module from the
+repository root (``python -m examples.mujoco.mujoco_sac``). That works because a script imports
+only from the installed ``tianshou`` package (its shared helpers live in :mod:`tianshou.scripts`,
+:mod:`tianshou.utils.cli` and :mod:`tianshou.highlevel.cli`) and never from this package.
 Importing any module here changes no process-wide setting; a script's ``main`` does what it
 needs (thread counts, logging, off-screen rendering).
 """

@@ -3,27 +3,47 @@
 This is ``make demo`` until the algorithm layer lands: a random policy steps 4 environments, each
 environment writes into its own sub-buffer, and finished episodes are reported as the buffer sees
 them. It then samples a training batch and shows the episode structure the buffer tracks.
+
+    python examples/buffer_demo.py [--num-envs 4] [--steps 5000]
 """
 
+import argparse
 import time
+from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np
 
 from tianshou.data import Batch, VectorReplayBuffer
-
-ENV_NUM = 4
-STEPS = 5_000
+from tianshou.utils.cli import ArgumentParser, add_torch_threads_option, torch_threads_from_args
 
 
-def main() -> None:
-    envs = [gym.make("CartPole-v1") for _ in range(ENV_NUM)]
+def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--num-envs", type=int, default=4, help="envs, one sub-buffer each")
+    parser.add_argument("--steps", type=int, default=5_000, help="env steps over all envs")
+    add_torch_threads_option(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = get_args(argv)
+    with torch_threads_from_args(args):
+        fill_and_inspect(args.num_envs, args.steps)
+
+
+def fill_and_inspect(num_envs: int, steps: int) -> None:
+    """Step ``num_envs`` CartPole envs randomly for ``steps`` env steps into a buffer and print
+    what it holds."""
+    if num_envs < 1 or steps < num_envs:
+        raise ValueError(f"need at least 1 env and as many steps, got {num_envs} and {steps}")
+    envs = [gym.make("CartPole-v1") for _ in range(num_envs)]
     obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(envs)])
-    buffer = VectorReplayBuffer(total_size=20_000, buffer_num=ENV_NUM)
-    buffer_ids = np.arange(ENV_NUM)
+    buffer = VectorReplayBuffer(total_size=max(20_000, steps), buffer_num=num_envs)
+    buffer_ids = np.arange(num_envs)
     returns: list[float] = []
     start = time.perf_counter()
-    for _ in range(STEPS // ENV_NUM):
+    for _ in range(steps // num_envs):
         act = np.array([env.action_space.sample() for env in envs])
         results = [env.step(a) for env, a in zip(envs, act, strict=True)]
         obs_next, rew, terminated, truncated, _ = (np.array(x) for x in zip(*results, strict=True))
@@ -39,7 +59,7 @@ def main() -> None:
     elapsed = time.perf_counter() - start
 
     batch, indices = buffer.sample(256)
-    print(f"stepped {ENV_NUM} CartPole-v1 envs for {STEPS} steps in {elapsed:.2f} s")
+    print(f"stepped {num_envs} CartPole-v1 envs for {steps} steps in {elapsed:.2f} s")
     print(f"buffer holds {len(buffer)} transitions in {buffer.buffer_num} sub-buffers")
     print(
         f"finished episodes: {len(returns)}, mean return of a random policy: {np.mean(returns):.1f}"

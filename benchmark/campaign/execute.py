@@ -32,8 +32,7 @@ from benchmark.campaign.plan import (
     script_argv,
     script_log_path,
 )
-
-from examples.mujoco.persistence import replay_buffer_path
+from tianshou.scripts.persistence import replay_buffer_path
 
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.json"
@@ -97,7 +96,7 @@ def checkpoint_path(spec: RunSpec, run_dir: Path) -> Path:
     """The policy file of the run's last checkpoint (written by the script's
     ``--save-checkpoints``)."""
     load_script(spec.algorithm)
-    from examples.mujoco.persistence import CHECKPOINT_DIR, POLICY_FILE
+    from tianshou.scripts.persistence import CHECKPOINT_DIR, POLICY_FILE
 
     return script_log_path(spec, run_dir) / CHECKPOINT_DIR / POLICY_FILE
 

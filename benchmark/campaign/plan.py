@@ -17,6 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tianshou.utils.cli import current_option_name
+
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "mujoco"
 """The scripts' directory (the package ``examples.mujoco``)."""
 
@@ -25,7 +27,7 @@ RUNNER_OPTIONS = frozenset(
         "task",
         "seed",
         "epoch",
-        "logdir",
+        "persistence_base_dir",
         "resume_path",
         "resume_from_log",
         "save_checkpoints",
@@ -37,7 +39,7 @@ RUNNER_OPTIONS = frozenset(
 """Script options the runner sets itself, so a ``--config`` override may not."""
 
 SCRIPT_LOG_DIR = "log"
-"""The run directory's subdirectory given to the script as ``--logdir``."""
+"""The run directory's subdirectory given to the script as ``--persistence-base-dir``."""
 
 
 def available_algorithms() -> list[str]:
@@ -99,14 +101,15 @@ def parse_overrides(items: Sequence[str]) -> dict[str | None, tuple[str, ...]]:
     """Script options from ``--config`` items ``KEY=VALUE`` (every script) or
     ``ALGORITHM:KEY=VALUE`` (that algorithm's script only); keyed by algorithm (None: all).
 
-    ``KEY`` is an option name with dashes or underscores; a ``VALUE`` with spaces gives a list
+    ``KEY`` is an option name with dashes or underscores, current or older (``logdir`` is
+    ``persistence_base_dir``); a ``VALUE`` with spaces gives a list
     option several values (``hidden_sizes=64 64``); booleans take ``1``/``0``.
     """
     parsed: dict[str | None, list[str]] = {}
     for item in items:
         head, sep, value = item.partition("=")
         target, _, key = head.rpartition(":")
-        key = key.strip().removeprefix("--").replace("-", "_")
+        key = current_option_name(key.strip()).replace("-", "_") if key.strip() else ""
         if not sep or not key:
             raise ValueError(f"--config {item!r}: expected KEY=VALUE or ALGORITHM:KEY=VALUE")
         if key in RUNNER_OPTIONS:
@@ -171,7 +174,7 @@ def epoch_split(defaults: argparse.Namespace, env_steps: int) -> EpochSplit:
 
 def script_log_path(spec: RunSpec, run_dir: Path) -> Path:
     """Where the script writes its TensorBoard log, policy and checkpoint: the scripts' own
-    layout ``--logdir/<task>/<algorithm>/<seed>`` under the run directory."""
+    layout ``--persistence-base-dir/<task>/<algorithm>/<seed>`` under the run directory."""
     return run_dir / SCRIPT_LOG_DIR / spec.task / spec.algorithm / str(spec.seed)
 
 
@@ -191,7 +194,7 @@ def script_argv(spec: RunSpec, run_dir: Path) -> list[str]:
         str(split.epochs),
         "--epoch-num-steps",
         str(split.epoch_num_steps),
-        "--logdir",
+        "--persistence-base-dir",
         str(run_dir / SCRIPT_LOG_DIR),
         "--save-checkpoints",
         "--no-progress",

@@ -39,10 +39,9 @@ from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolic
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
+from tianshou.env.pomdp import cartpole_without_velocities
 from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.net.recurrent import RecurrentDiscreteActor, RecurrentValueNet
-
-from examples.pomdp.pomdp_envs import cartpole_without_velocities
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER_PYTHON = os.path.join(ROOT, ".venv-peers", "bin", "python")

@@ -19,10 +19,9 @@ from tianshou.algorithm.modelfree.c51 import C51Policy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import C51Net
-
-from examples.atari.cli import add_q_learning_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, scale_obs_if
-from examples.atari.training import run_q_learning
+from tianshou.scripts.atari.cli import add_q_learning_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, scale_obs_if
+from tianshou.scripts.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -51,7 +50,7 @@ def build_c51(args: argparse.Namespace, envs: AtariEnvs) -> C51:
         policy=policy,
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
 

@@ -22,11 +22,10 @@ from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
-
-from examples.atari.cli import add_icm_arguments, add_q_learning_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, scale_obs_if
-from examples.atari.icm import algo_name_with_icm, with_icm
-from examples.atari.training import run_q_learning
+from tianshou.scripts.atari.cli import add_icm_arguments, add_q_learning_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, scale_obs_if
+from tianshou.scripts.atari.icm import algo_name_with_icm, with_icm
+from tianshou.scripts.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -50,7 +49,7 @@ def build_dqn(args: argparse.Namespace, envs: AtariEnvs) -> Algorithm:
         policy=policy,
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
     return with_icm(dqn, args, envs)

@@ -13,6 +13,7 @@ from tianshou.env.atari.atari_network import (
 )
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
 from tianshou.highlevel.params.algorithm_params import DQNParams
@@ -21,8 +22,6 @@ from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
     EpochTrainCallbackDQNEpsLinearDecay,
 )
-
-from examples.hl_cli import run_cli
 
 
 def main(
@@ -39,7 +38,7 @@ def main(
     buffer_size: int = 100000,
     lr: float = 1e-4,
     gamma: float = 0.99,
-    n_step: int = 3,
+    n_step_return_horizon: int = 3,
     target_update_freq: int = 500,
     epoch: int = 100,
     epoch_num_steps: int = 100000,
@@ -65,7 +64,7 @@ def main(
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param eps_train: exploration rate at the start; it decays linearly to ``eps_train_final``
         over the first 1M env steps.
-    :param n_step: n-step return horizon.
+    :param n_step_return_horizon: n-step return horizon.
     :param icm_lr_scale: > 0: add an intrinsic curiosity module, its loss scaled by this.
     """
     builder = (
@@ -89,7 +88,7 @@ def main(
         .with_dqn_params(
             DQNParams(
                 gamma=gamma,
-                n_step_return_horizon=n_step,
+                n_step_return_horizon=n_step_return_horizon,
                 lr=lr,
                 target_update_freq=target_update_freq,
             )

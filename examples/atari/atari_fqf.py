@@ -21,11 +21,10 @@ from tianshou.algorithm.modelfree.fqf import FQFPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, RMSpropOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
+from tianshou.scripts.atari.cli import add_q_learning_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, scale_obs_if
+from tianshou.scripts.atari.training import run_q_learning
 from tianshou.utils.net.discrete import FractionProposalNetwork, FullQuantileFunction
-
-from examples.atari.cli import add_q_learning_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, scale_obs_if
-from examples.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -64,7 +63,7 @@ def build_fqf(args: argparse.Namespace, envs: AtariEnvs) -> FQF:
         gamma=args.gamma,
         num_fractions=args.num_fractions,
         ent_coef=args.ent_coef,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
 

@@ -20,11 +20,10 @@ from tianshou.algorithm.modelfree.iqn import IQNPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
+from tianshou.scripts.atari.cli import add_q_learning_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, scale_obs_if
+from tianshou.scripts.atari.training import run_q_learning
 from tianshou.utils.net.discrete import ImplicitQuantileNetwork
-
-from examples.atari.cli import add_q_learning_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, scale_obs_if
-from examples.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -60,7 +59,7 @@ def build_iqn(args: argparse.Namespace, envs: AtariEnvs) -> IQN:
         policy=policy,
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
 

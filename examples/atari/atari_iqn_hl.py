@@ -12,6 +12,7 @@ from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import IntermediateModuleFactoryAtariDQN
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, IQNExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import IQNParams
@@ -19,8 +20,6 @@ from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
     EpochTrainCallbackDQNEpsLinearDecay,
 )
-
-from examples.hl_cli import run_cli
 
 
 def main(
@@ -37,7 +36,7 @@ def main(
     buffer_size: int = 100000,
     lr: float = 1e-4,
     gamma: float = 0.99,
-    n_step: int = 3,
+    n_step_return_horizon: int = 3,
     target_update_freq: int = 500,
     epoch: int = 100,
     epoch_num_steps: int = 100000,
@@ -65,7 +64,7 @@ def main(
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param eps_train: exploration rate at the start; it decays linearly to ``eps_train_final``
         over the first 1M env steps.
-    :param n_step: n-step return horizon.
+    :param n_step_return_horizon: n-step return horizon.
     :param sample_size: quantile fractions sampled to act.
     :param online_sample_size: fractions of the online quantiles in the loss.
     :param target_sample_size: fractions of the target quantiles in the loss.
@@ -93,7 +92,7 @@ def main(
         .with_iqn_params(
             IQNParams(
                 gamma=gamma,
-                n_step_return_horizon=n_step,
+                n_step_return_horizon=n_step_return_horizon,
                 lr=lr,
                 target_update_freq=target_update_freq,
                 sample_size=sample_size,

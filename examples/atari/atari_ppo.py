@@ -25,19 +25,26 @@ from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, LRSchedulerFactoryLinear
 from tianshou.data import Collector, CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet, layer_init
+from tianshou.scripts.atari.buffers import replay_buffer
+from tianshou.scripts.atari.cli import add_icm_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, atari_envs, scale_obs_if
+from tianshou.scripts.atari.icm import algo_name_with_icm, with_icm
+from tianshou.scripts.atari.training import (
+    create_logger,
+    load_resume_path,
+    report_run,
+    save_best_fn,
+    stop_fn,
+    watch,
+)
 from tianshou.trainer import OnPolicyTrainerParams
+from tianshou.utils.cli import torch_threads_from_args
 from tianshou.utils.logger.logger_base import BaseLogger
 from tianshou.utils.net.discrete import (
     DiscreteActor,
     DiscreteCritic,
     dist_fn_categorical_from_logits,
 )
-
-from examples.atari.buffers import replay_buffer
-from examples.atari.cli import add_icm_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, atari_envs, scale_obs_if
-from examples.atari.icm import algo_name_with_icm, with_icm
-from examples.atari.training import create_logger, load_resume_path, save_best_fn, stop_fn, watch
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -57,7 +64,7 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dual-clip", type=float, default=None)
     parser.add_argument("--value-clip", type=int, default=1)
     parser.add_argument("--advantage-normalization", type=int, default=1)
-    parser.add_argument("--recompute-adv", type=int, default=0)
+    parser.add_argument("--recompute-advantage", type=int, default=0)
     add_icm_arguments(parser)
     return parser.parse_args(argv)
 
@@ -104,7 +111,7 @@ def build_ppo(args: argparse.Namespace, envs: AtariEnvs) -> Algorithm:
         value_clip=bool(args.value_clip),
         dual_clip=args.dual_clip,
         advantage_normalization=bool(args.advantage_normalization),
-        recompute_advantage=bool(args.recompute_adv),
+        recompute_advantage=bool(args.recompute_advantage),
     ).to(args.device)
     return with_icm(ppo, args, envs, feature_layer=args.hidden_size, hidden_size=args.hidden_size)
 
@@ -115,8 +122,10 @@ def train(
     args: argparse.Namespace,
     logger: BaseLogger,
     log_path: str,
+    algo_name: str,
 ) -> InfoStats:
-    """Train with the on-policy trainer; the buffer holds one collection of uint8 frames."""
+    """Train with the on-policy trainer (the buffer holds one collection of uint8 frames), then
+    report the run as ``algo_name``."""
     buffer = replay_buffer(args, len(envs.train_envs))
     train_collector = Collector[CollectStats](
         algorithm, envs.train_envs, buffer, exploration_noise=True
@@ -140,19 +149,20 @@ def train(
             show_progress=not args.no_progress,
         )
     )
-    print(result)
+    report_run(result, test_collector, args, algo_name, log_path)
     return result
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
     args = get_args(argv)
-    with atari_envs(args) as envs:
+    with torch_threads_from_args(args), atari_envs(args) as envs:
         algorithm = build_ppo(args, envs)
         load_resume_path(algorithm, args)
         if args.watch:
             return watch(algorithm, envs, args)
-        logger, log_path = create_logger(args, algo_name_with_icm(args, "ppo"))
-        return train(algorithm, envs, args, logger, log_path)
+        algo_name = algo_name_with_icm(args, "ppo")
+        logger, log_path = create_logger(args, algo_name)
+        return train(algorithm, envs, args, logger, log_path, algo_name)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,13 @@ from tianshou.env.atari.atari_network import (
 )
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OnPolicyTrainingConfig
 from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, PPOExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import PPOParams
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactoryIntrinsicCuriosity
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 from tianshou.highlevel.params.optim import OptimizerFactoryFactoryAdam
-
-from examples.hl_cli import run_cli
 
 
 def main(

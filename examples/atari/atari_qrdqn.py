@@ -20,10 +20,9 @@ from tianshou.algorithm.modelfree.qrdqn import QRDQNPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import QRDQNet
-
-from examples.atari.cli import add_q_learning_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, scale_obs_if
-from examples.atari.training import run_q_learning
+from tianshou.scripts.atari.cli import add_q_learning_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, scale_obs_if
+from tianshou.scripts.atari.training import run_q_learning
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -48,7 +47,7 @@ def build_qrdqn(args: argparse.Namespace, envs: AtariEnvs) -> QRDQN:
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
         num_quantiles=args.num_quantiles,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
 

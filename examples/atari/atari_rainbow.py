@@ -20,18 +20,18 @@ from tianshou.algorithm.modelfree.c51 import C51Policy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats, PrioritizedVectorReplayBuffer
 from tianshou.env.atari.atari_network import RainbowNet
-from tianshou.utils.logger.logger_base import BaseLogger
-
-from examples.atari.buffers import prioritized_replay_buffer
-from examples.atari.cli import add_q_learning_arguments, atari_parser
-from examples.atari.envs import AtariEnvs, atari_envs, scale_obs_if
-from examples.atari.training import (
+from tianshou.scripts.atari.buffers import prioritized_replay_buffer
+from tianshou.scripts.atari.cli import add_q_learning_arguments, atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, atari_envs, scale_obs_if
+from tianshou.scripts.atari.training import (
     create_logger,
     epsilon_greedy_fns,
     load_resume_path,
     train_off_policy,
     watch,
 )
+from tianshou.utils.cli import torch_threads_from_args
+from tianshou.utils.logger.logger_base import BaseLogger
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -81,7 +81,7 @@ def build_rainbow(args: argparse.Namespace, envs: AtariEnvs) -> RainbowDQN:
         policy=policy,
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         target_update_freq=args.target_update_freq,
     ).to(args.device)
 
@@ -104,7 +104,7 @@ def beta_annealing_fn(
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
     args = get_args(argv)
-    with atari_envs(args) as envs:
+    with torch_threads_from_args(args), atari_envs(args) as envs:
         algorithm = build_rainbow(args, envs)
         load_resume_path(algorithm, args)
         if args.watch:
@@ -113,7 +113,14 @@ def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
         eps_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
         if args.no_priority:
             return train_off_policy(
-                algorithm, envs, args, logger, log_path, training_fn=eps_fn, test_fn=test_fn
+                algorithm,
+                envs,
+                args,
+                logger,
+                log_path,
+                algo_name="rainbow",
+                training_fn=eps_fn,
+                test_fn=test_fn,
             )
         buffer = prioritized_replay_buffer(
             args,
@@ -134,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
             args,
             logger,
             log_path,
+            algo_name="rainbow",
             buffer=buffer,
             training_fn=training_fn,
             test_fn=test_fn,

@@ -23,11 +23,11 @@ from tianshou.algorithm.modelfree.sac import AutoAlpha
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
 from tianshou.env.atari.atari_network import DQNet
+from tianshou.scripts.atari.cli import atari_parser
+from tianshou.scripts.atari.envs import AtariEnvs, atari_envs, scale_obs_if
+from tianshou.scripts.atari.training import create_logger, load_resume_path, train_off_policy, watch
+from tianshou.utils.cli import torch_threads_from_args
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
-
-from examples.atari.cli import atari_parser
-from examples.atari.envs import AtariEnvs, atari_envs, scale_obs_if
-from examples.atari.training import create_logger, load_resume_path, train_off_policy, watch
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -35,7 +35,7 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.set_defaults(seed=4213, lr=1e-5, batch_size=64)
     parser.add_argument("--actor-lr", type=float, default=None, help="default: --lr")
     parser.add_argument("--critic-lr", type=float, default=None, help="default: --lr")
-    parser.add_argument("--n-step", type=int, default=3)
+    parser.add_argument("--n-step-return-horizon", type=int, default=3)
     parser.add_argument("--tau", type=float, default=0.005)
     parser.add_argument("--alpha", type=float, default=0.05, help="fixed entropy coefficient")
     parser.add_argument(
@@ -78,19 +78,19 @@ def build_sac(args: argparse.Namespace, envs: AtariEnvs) -> DiscreteSAC:
         tau=args.tau,
         gamma=args.gamma,
         alpha=alpha,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
     ).to(args.device)
 
 
 def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
     args = get_args(argv)
-    with atari_envs(args) as envs:
+    with torch_threads_from_args(args), atari_envs(args) as envs:
         algorithm = build_sac(args, envs)
         load_resume_path(algorithm, args)
         if args.watch:
             return watch(algorithm, envs, args)
         logger, log_path = create_logger(args, "sac")
-        return train_off_policy(algorithm, envs, args, logger, log_path)
+        return train_off_policy(algorithm, envs, args, logger, log_path, algo_name="sac")
 
 
 if __name__ == "__main__":

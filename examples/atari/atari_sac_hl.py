@@ -10,6 +10,7 @@ from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import ActorFactoryAtariDQN
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import (
     DiscreteSACExperimentBuilder,
@@ -18,8 +19,6 @@ from tianshou.highlevel.experiment import (
 )
 from tianshou.highlevel.params.algorithm_params import DiscreteSACParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
-
-from examples.hl_cli import run_cli
 
 
 def main(
@@ -34,7 +33,7 @@ def main(
     actor_lr: float = 1e-5,
     critic_lr: float = 1e-5,
     gamma: float = 0.99,
-    n_step: int = 3,
+    n_step_return_horizon: int = 3,
     tau: float = 0.005,
     alpha: float = 0.05,
     auto_alpha: bool = False,
@@ -59,7 +58,7 @@ def main(
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of the trained policy.
     :param scale_obs: let the envs scale the pixels to [0, 1].
-    :param n_step: n-step return horizon.
+    :param n_step_return_horizon: n-step return horizon.
     :param alpha: the entropy coefficient, unless ``auto_alpha``.
     :param auto_alpha: tune the entropy coefficient towards 0.98 x log(number of actions).
     :param hidden_size: width of the layer on the shared Nature-DQN torso.
@@ -94,7 +93,7 @@ def main(
                     if auto_alpha
                     else alpha
                 ),
-                n_step_return_horizon=n_step,
+                n_step_return_horizon=n_step_return_horizon,
                 deterministic_eval=True,  # as the procedural script's policy
             )
         )

@@ -9,13 +9,12 @@ from collections.abc import Sequence
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
 from tianshou.highlevel.params.algorithm_params import DQNParams
 from tianshou.highlevel.trainer import EpochStopCallbackRewardThreshold
-
-from examples.hl_cli import run_cli
 
 
 def main(
@@ -39,7 +38,7 @@ def main(
     hidden_sizes: Sequence[int] = (64, 64),
     lr: float = 1e-3,
     gamma: float = 0.9,
-    n_step: int = 3,
+    n_step_return_horizon: int = 3,
     target_update_freq: int = 320,
     eps_train: float = 0.3,
     eps_test: float = 0.0,
@@ -56,7 +55,7 @@ def main(
     :param persistence_enabled: whether to write them at all.
     :param watch: after training, run ``watch_num_episodes`` episodes of the policy, shown in a
         window (when there is a display) with ``watch_render`` seconds between frames.
-    :param n_step: n-step return horizon.
+    :param n_step_return_horizon: n-step return horizon.
     :param eps_train: exploration rate while collecting training data.
     :param eps_test: exploration rate in test episodes.
     :param reward_threshold: stop training once the mean test return reaches this.
@@ -87,7 +86,7 @@ def main(
             DQNParams(
                 lr=lr,
                 gamma=gamma,
-                n_step_return_horizon=n_step,
+                n_step_return_horizon=n_step_return_horizon,
                 target_update_freq=target_update_freq,
                 eps_training=eps_train,
                 eps_inference=eps_test,

@@ -12,9 +12,8 @@ The best configuration then trains with ``--config-file OUT/best_config.json`` o
 script.
 """
 
-import torch
-
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import ExperimentConfig
@@ -22,9 +21,7 @@ from tianshou.highlevel.hpo.binding import SAC_BINDING
 from tianshou.highlevel.hpo.default_spaces import sac_search_space
 from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
 from tianshou.highlevel.hpo.search import SearchResult
-
-from examples.hl_cli import run_cli
-from examples.hpo.hpo_common import search_and_report
+from tianshou.scripts.hpo import search_and_report
 
 
 def main(
@@ -95,5 +92,4 @@ def main(
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)
     run_cli(main)

@@ -2,18 +2,23 @@
 
 It trains ``mujoco_ppo.py``'s PPO (64x64 tanh networks, observation normalisation) on 8
 EnvPool envs for 10 epochs of 51,200 env steps, with settings for a short budget (see
-``DEMO_PPO_ARGS``) and a progress bar; then it prints a result table next to a uniformly random
-policy, and writes a TensorBoard log, a learning-curve PNG and a video of one episode of the
-trained policy under ``--logdir/<task>/ppo/<seed>``.
+``DEMO_PPO_ARGS``) and a progress bar; then it prints the run's summary and a table next to a
+uniformly random policy, and writes a TensorBoard log, the best policy (``policy.pth``), a
+result file, a learning-curve PNG and a video of one episode of the trained policy under
+``--persistence-base-dir/<task>/ppo/<seed>``.
 
 PPO's deterministic test return can swing by a thousand or more from one epoch to the next (a
 policy that hops one epoch may fall early the next), so the demo ends with the policy that
 tested best, not the last one: it keeps a copy of that policy (weights and observation
 statistics), and its final test return and video are that policy's, on new test episodes.
 
-    python -m examples.mujoco.demo [--seed 0] [--epoch 10] [--logdir log/demo] [--no-video]
+    python examples/mujoco/demo.py [--seed 0] [--epoch 10] [--persistence-base-dir log/demo]
+    python -m examples.mujoco.demo --no-video
 
-Options the demo does not declare go to ``mujoco_ppo.py``'s parser (e.g. ``--lr 3e-4``).
+Options the demo does not declare go to ``mujoco_ppo.py``'s parser (e.g. ``--lr 3e-4``). The demo
+always trains from scratch; watch its policy with ``mujoco_ppo.py``::
+
+    python examples/mujoco/mujoco_ppo.py --watch --resume-path log/demo/Hopper-v5/ppo/0/policy.pth
 """
 
 import argparse
@@ -30,15 +35,16 @@ from torch.utils.tensorboard import SummaryWriter
 from tianshou.algorithm import PPO
 from tianshou.data import Collector, CollectStats, InfoStats, VectorReplayBuffer
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
+from tianshou.env.mujoco import make_mujoco_env
+from tianshou.env.obs_norm_file import array_obs_rms
+from tianshou.evaluation.video import record_video, select_offscreen_rendering
+from tianshou.scripts.mujoco.ppo import build_ppo, ppo_parser
+from tianshou.scripts.persistence import POLICY_FILE, save_algorithm
+from tianshou.scripts.summary import report_training
 from tianshou.trainer import OnPolicyTrainerParams
+from tianshou.utils.cli import ArgumentParser, add_torch_threads_option, torch_threads_from_args
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.statistics import RunningMeanStd
-
-from examples.mujoco.mujoco_env import make_mujoco_env
-from examples.mujoco.mujoco_ppo import build_ppo
-from examples.mujoco.mujoco_ppo import get_args as get_ppo_args
-from examples.mujoco.persistence import array_obs_rms
-from examples.mujoco.video import record_video, select_offscreen_rendering
 
 # PPO for a budget of about 500k env steps: rollouts of 1024 steps over 8 envs and minibatches
 # of 256 at lr 1e-3 (decayed linearly to 0) give many cheap policy updates per env step;
@@ -54,9 +60,9 @@ DEMO_PPO_ARGS = (
 
 
 def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The demo's options, merged into ``mujoco_ppo.py``'s namespace (PPO's own options pass
+    """The demo's options, merged into the namespace of PPO's parser (PPO's own options pass
     through, after ``DEMO_PPO_ARGS``, so they override it)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description=__doc__.split("\n")[0],
         epilog="Other options go to mujoco_ppo.py's parser (e.g. --lr 3e-4, --no-progress).",
     )
@@ -64,9 +70,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epoch", type=int, default=10)
     parser.add_argument("--epoch-num-steps", type=int, default=51_200)
-    parser.add_argument("--num-train-envs", type=int, default=8)
+    parser.add_argument("--num-training-envs", type=int, default=8)
     parser.add_argument("--num-test-envs", type=int, default=10, help="also test episodes")
-    parser.add_argument("--logdir", default=os.path.join("log", "demo"))
+    parser.add_argument("--persistence-base-dir", default=os.path.join("log", "demo"))
     parser.add_argument(
         "--video",
         action=argparse.BooleanOptionalAction,
@@ -74,16 +80,25 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="record an episode of the best policy (headless: MUJOCO_GL=egl)",
     )
     parser.add_argument("--video-max-steps", type=int, default=1000)
+    add_torch_threads_option(parser)
     own, rest = parser.parse_known_args(argv)
-    args = get_ppo_args(
+    ppo = ppo_parser(__doc__)
+    args = ppo.parse_args(
         [
             *DEMO_PPO_ARGS, "--task", own.task, "--seed", str(own.seed),
             "--epoch", str(own.epoch), "--epoch-num-steps", str(own.epoch_num_steps),
-            "--num-train-envs", str(own.num_train_envs),
-            "--num-test-envs", str(own.num_test_envs), "--logdir", own.logdir, *rest,
+            "--num-training-envs", str(own.num_training_envs),
+            "--num-test-envs", str(own.num_test_envs),
+            "--persistence-base-dir", own.persistence_base_dir, *rest,
         ]
     )  # fmt: skip
+    if args.watch or args.resume_path:
+        ppo.error(
+            "the demo always trains from scratch; watch its policy with examples/mujoco/"
+            "mujoco_ppo.py --watch --resume-path <log dir>/policy.pth"
+        )
     args.video, args.video_max_steps = own.video, own.video_max_steps
+    args.torch_threads = own.torch_threads
     return args
 
 
@@ -160,20 +175,25 @@ def main(argv: Sequence[str] | None = None) -> DemoResult:
     """Train, test, plot, record, and print the result table; ``argv`` as on the command line."""
     begin = time.monotonic()
     args = get_args(argv)
-    torch.set_num_threads(1)  # the envs step in EnvPool's threads; small networks gain nothing
     select_offscreen_rendering()  # for the video, before the first MuJoCo env is made
+    with torch_threads_from_args(args):  # the envs step in EnvPool's threads
+        return run(args, begin)
+
+
+def run(args: argparse.Namespace, begin: float) -> DemoResult:
+    """The demo with the options ``args``, started at ``begin`` (``time.monotonic()``)."""
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     env, train_envs, test_envs = make_mujoco_env(
         args.task,
         args.seed,
-        args.num_train_envs,
+        args.num_training_envs,
         args.num_test_envs,
         obs_norm=True,
         backend=args.backend,
     )
     algorithm = build_ppo(args, env)
-    log_path = os.path.join(args.logdir, args.task, "ppo", str(args.seed))
+    log_path = os.path.join(args.persistence_base_dir, args.task, "ppo", str(args.seed))
     curve = LearningCurve()
     best = BestPolicy(train_envs, curve)
     try:
@@ -184,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> DemoResult:
         info = train(algorithm, train_envs, test_collector, curve, best, log_path, args)
         wall = time.monotonic() - start
         best.restore(algorithm, test_envs)
+        save_algorithm(algorithm, test_envs, log_path)  # with the statistics it was tested with
         test_collector.reset()
         final = test_collector.collect(n_episode=args.num_test_envs)
     finally:
@@ -220,6 +241,16 @@ def main(argv: Sequence[str] | None = None) -> DemoResult:
         video=video,
         video_note=video_note,
         total_s=time.monotonic() - begin,
+    )
+    report_training(
+        task=args.task,
+        algorithm="ppo",
+        info=info,
+        final_test_return=final_return,
+        log_dir=log_path,
+        config=vars(args),
+        policy_path=os.path.join(log_path, POLICY_FILE),
+        video_path=video,
     )
     print_table(result, args)
     return result
@@ -284,11 +315,10 @@ def record(
 
 
 def print_table(result: DemoResult, args: argparse.Namespace) -> None:
-    """Print the run's figures as a two-column table."""
+    """Print the demo's figures beyond the run's summary as a two-column table: the random
+    policy for comparison, the spread of the test returns, the curve and the times."""
     rows = [
-        ("task", args.task),
-        ("algorithm", f"PPO, {args.num_train_envs} train envs, seed {args.seed}"),
-        ("env steps", f"{result.env_steps:,}"),
+        ("setting", f"PPO, {args.num_training_envs} train envs, seed {args.seed}"),
         (
             "wall time (training + tests)",
             f"{result.wall_s:.0f} s ({result.env_steps / result.wall_s:,.0f} env steps/s)",
@@ -306,7 +336,6 @@ def print_table(result: DemoResult, args: argparse.Namespace) -> None:
             f"{result.final_return:.1f} ± {result.final_return_std:.1f}",
         ),
         ("final test episode length", f"{result.final_episode_length:.0f} steps"),
-        ("TensorBoard log", result.log_path),
         ("learning curve", result.curve_path),
         ("video", f"{result.video} {result.video_note}" if result.video else result.video_note),
     ]

@@ -13,14 +13,13 @@ import torch
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OnPolicyTrainingConfig
 from tianshou.highlevel.experiment import A2CExperimentBuilder, ExperimentConfig, ExperimentResult
+from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import A2CParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 from tianshou.highlevel.params.optim import OptimizerFactoryFactoryRMSprop
-
-from examples.hl_cli import run_cli
-from examples.mujoco.mujoco_env import MujocoEnvFactory
 
 
 def main(

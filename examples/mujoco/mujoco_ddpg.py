@@ -14,14 +14,11 @@ from collections.abc import Sequence
 import gymnasium as gym
 
 from tianshou.algorithm import DDPG
-from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-from tianshou.exploration import GaussianNoise
-
-from examples.mujoco.cli import off_policy_parser
-from examples.mujoco.networks import deterministic_actor, q_critic
-from examples.mujoco.training import run_experiment, train_off_policy
+from tianshou.scripts.mujoco.cli import off_policy_parser
+from tianshou.scripts.mujoco.networks import deterministic_policy, q_critic
+from tianshou.scripts.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -30,15 +27,6 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--exploration-noise", type=float, default=0.1, help="std of the Gaussian action noise"
     )
     return parser.parse_args(argv)
-
-
-def deterministic_policy(args: argparse.Namespace, env: gym.Env) -> ContinuousDeterministicPolicy:
-    """The DDPG/TD3 policy, exploring with Gaussian noise of std ``--exploration-noise``."""
-    return ContinuousDeterministicPolicy(
-        actor=deterministic_actor(args, env),
-        exploration_noise=GaussianNoise(sigma=args.exploration_noise),
-        action_space=env.action_space,
-    )
 
 
 def build_ddpg(args: argparse.Namespace, env: gym.Env) -> DDPG:
@@ -50,7 +38,7 @@ def build_ddpg(args: argparse.Namespace, env: gym.Env) -> DDPG:
         critic_optim=AdamOptimizerFactory(lr=args.critic_lr),
         tau=args.tau,
         gamma=args.gamma,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
     ).to(args.device)
 
 

@@ -10,13 +10,12 @@ from collections.abc import Sequence
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import DDPGExperimentBuilder, ExperimentConfig, ExperimentResult
+from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import DDPGParams
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
-
-from examples.hl_cli import run_cli
-from examples.mujoco.mujoco_env import MujocoEnvFactory
 
 
 def main(

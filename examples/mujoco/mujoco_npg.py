@@ -17,27 +17,9 @@ import gymnasium as gym
 from tianshou.algorithm import NPG
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.mujoco.cli import on_policy_parser
-from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
-from examples.mujoco.training import run_experiment, train_on_policy
-from examples.script_cli import ArgumentParser
-
-
-def npg_parser(description: str | None) -> ArgumentParser:
-    """The options of NPG, which TRPO shares."""
-    parser = on_policy_parser(description, collection_step_num_env_steps=1024)
-    parser.add_argument("--gae-lambda", type=float, default=0.95)
-    parser.add_argument(
-        "--optim-critic-iters", type=int, default=20, help="critic steps per update"
-    )
-    parser.add_argument(
-        "--actor-step-size", type=float, default=0.1, help="natural-gradient step size"
-    )
-    parser.add_argument(
-        "--advantage-normalization", action=argparse.BooleanOptionalAction, default=True
-    )
-    return parser
+from tianshou.scripts.mujoco.cli import npg_parser
+from tianshou.scripts.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from tianshou.scripts.mujoco.training import run_experiment, train_on_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -13,13 +13,12 @@ import torch
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OnPolicyTrainingConfig
 from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, NPGExperimentBuilder
+from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import NPGParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
-
-from examples.hl_cli import run_cli
-from examples.mujoco.mujoco_env import MujocoEnvFactory
 
 
 def main(

@@ -20,17 +20,15 @@ from tianshou.algorithm import REDQ
 from tianshou.algorithm.modelfree.redq import REDQPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
+from tianshou.scripts.mujoco.cli import add_alpha_options, off_policy_parser
+from tianshou.scripts.mujoco.networks import entropy_alpha, probabilistic_actor
+from tianshou.scripts.mujoco.training import run_experiment, train_off_policy
 from tianshou.utils.net.common import EnsembleLinear, Net
 from tianshou.utils.net.continuous import ContinuousCritic
 
-from examples.mujoco.cli import off_policy_parser
-from examples.mujoco.mujoco_sac import add_alpha_options, entropy_alpha
-from examples.mujoco.networks import probabilistic_actor
-from examples.mujoco.training import run_experiment, train_off_policy
-
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = off_policy_parser(__doc__, update_per_step=20.0)
+    parser = off_policy_parser(__doc__, update_step_num_gradient_steps_per_sample=20.0)
     parser.add_argument("--ensemble-size", type=int, default=10)
     parser.add_argument("--subset-size", type=int, default=2, help="critics per target")
     parser.add_argument(
@@ -69,7 +67,7 @@ def build_redq(args: argparse.Namespace, env: gym.Env) -> REDQ:
         tau=args.tau,
         gamma=args.gamma,
         alpha=entropy_alpha(args, env),
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
         actor_delay=args.actor_delay,
         target_mode=args.target_mode,
     ).to(args.device)

@@ -11,13 +11,12 @@ from typing import Literal
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, REDQExperimentBuilder
+from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import REDQParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
-
-from examples.hl_cli import run_cli
-from examples.mujoco.mujoco_env import MujocoEnvFactory
 
 
 def main(

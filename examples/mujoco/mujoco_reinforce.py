@@ -18,17 +18,16 @@ import gymnasium as gym
 from tianshou.algorithm import Reinforce
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.mujoco.cli import on_policy_parser
-from examples.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
-from examples.mujoco.training import run_experiment, train_on_policy
+from tianshou.scripts.mujoco.cli import on_policy_parser
+from tianshou.scripts.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from tianshou.scripts.mujoco.training import run_experiment, train_on_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = on_policy_parser(
         __doc__,
         collection_step_num_env_steps=2048,
-        num_train_envs=64,
+        num_training_envs=64,
         action_bound_method="tanh",
     )
     return parser.parse_args(argv)

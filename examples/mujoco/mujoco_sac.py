@@ -13,45 +13,20 @@ import argparse
 from collections.abc import Sequence
 
 import gymnasium as gym
-import numpy as np
 
 from tianshou.algorithm import SAC
-from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
+from tianshou.algorithm.modelfree.sac import SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.mujoco.cli import off_policy_parser
-from examples.mujoco.networks import probabilistic_actor, q_critic
-from examples.mujoco.training import run_experiment, train_off_policy
+from tianshou.scripts.mujoco.cli import add_alpha_options, off_policy_parser
+from tianshou.scripts.mujoco.networks import entropy_alpha, probabilistic_actor, q_critic
+from tianshou.scripts.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = off_policy_parser(__doc__)
     add_alpha_options(parser)
     return parser.parse_args(argv)
-
-
-def add_alpha_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the entropy coefficient (SAC's and REDQ's)."""
-    parser.add_argument("--alpha", type=float, default=0.2, help="fixed alpha (the default)")
-    parser.add_argument(
-        "--auto-alpha",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="tune alpha towards an entropy of -dim(A) instead of keeping --alpha",
-    )
-    parser.add_argument("--alpha-lr", type=float, default=3e-4)
-
-
-def entropy_alpha(args: argparse.Namespace, env: gym.Env) -> float | AutoAlpha:
-    """The entropy coefficient of ``args``: fixed, or tuned towards an entropy of ``-dim(A)``."""
-    if not args.auto_alpha:
-        return float(args.alpha)
-    return AutoAlpha(
-        target_entropy=-float(np.prod(env.action_space.shape)),  # type: ignore[arg-type]
-        log_alpha=0.0,
-        optim=AdamOptimizerFactory(lr=args.alpha_lr),
-    )
 
 
 def build_sac(args: argparse.Namespace, env: gym.Env) -> SAC:
@@ -67,7 +42,7 @@ def build_sac(args: argparse.Namespace, env: gym.Env) -> SAC:
         tau=args.tau,
         gamma=args.gamma,
         alpha=entropy_alpha(args, env),
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
     ).to(args.device)
 
 

@@ -17,11 +17,9 @@ import gymnasium as gym
 from tianshou.algorithm import TD3
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.mujoco.cli import off_policy_parser
-from examples.mujoco.mujoco_ddpg import deterministic_policy
-from examples.mujoco.networks import q_critic
-from examples.mujoco.training import run_experiment, train_off_policy
+from tianshou.scripts.mujoco.cli import off_policy_parser
+from tianshou.scripts.mujoco.networks import deterministic_policy, q_critic
+from tianshou.scripts.mujoco.training import run_experiment, train_off_policy
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -53,7 +51,7 @@ def build_td3(args: argparse.Namespace, env: gym.Env) -> TD3:
         policy_noise=args.policy_noise,
         noise_clip=args.noise_clip,
         update_actor_freq=args.update_actor_freq,
-        n_step_return_horizon=args.n_step,
+        n_step_return_horizon=args.n_step_return_horizon,
     ).to(args.device)
 
 

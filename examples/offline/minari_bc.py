@@ -18,8 +18,7 @@ import gymnasium as gym
 from tianshou.algorithm.imitation.imitation_base import ImitationPolicy, OfflineImitationLearning
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.offline.offline_common import common_parser, deterministic_actor, run_offline
+from tianshou.scripts.offline import common_parser, deterministic_actor, run_offline
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

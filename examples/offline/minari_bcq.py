@@ -17,10 +17,9 @@ import gymnasium as gym
 
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
+from tianshou.scripts.offline import common_parser, flat_dims, q_critic, run_offline
 from tianshou.utils.net.common import MLP, Net
 from tianshou.utils.net.continuous import VAE, Perturbation
-
-from examples.offline.offline_common import common_parser, flat_dims, q_critic, run_offline
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

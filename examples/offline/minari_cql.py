@@ -19,8 +19,7 @@ import gymnasium as gym
 from tianshou.algorithm.modelfree.sac import SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.offline.offline_common import (
+from tianshou.scripts.offline import (
     add_alpha_options,
     common_parser,
     entropy_alpha,

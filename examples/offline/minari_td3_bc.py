@@ -18,8 +18,7 @@ import gymnasium as gym
 from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
-
-from examples.offline.offline_common import (
+from tianshou.scripts.offline import (
     common_parser,
     deterministic_actor,
     q_critic,

@@ -8,7 +8,7 @@ a time penalty of -0.1 per cycle, so an episode's return is at most 100.
 :class:`~tianshou.algorithm.MultiAgentOffPolicyAlgorithm` trains each piston's DQN on its own
 moves.
 
-The pistons see the game through :class:`~examples.pettingzoo.pistonball_env.PistonView`
+The pistons see the game through :class:`~tianshou.scripts.pistonball.PistonView`
 (small grayscale views, a reward for every move). Each DQN's n-step target spans one
 full cycle (``n = --n-pistons`` moves), from one of its piston's moves to the next.
 
@@ -32,12 +32,17 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, InfoStats, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv, PettingZooEnv
 from tianshou.env.atari.atari_network import ScaledObsInputActionReprNet
+from tianshou.scripts.pistonball import get_env, print_episodes, team_return
+from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams
+from tianshou.utils.cli import (
+    ArgumentParser,
+    add_torch_threads_option,
+    parse_known_options,
+    torch_threads_from_args,
+)
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
-
-from examples.pettingzoo.pistonball_env import get_env, print_episodes, team_return
-from examples.script_cli import ArgumentParser, parse_known_options
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -52,21 +57,27 @@ def get_parser() -> argparse.ArgumentParser:
     add("--buffer-size", type=int, default=20000)
     add("--lr", type=float, default=1e-3)
     add("--gamma", type=float, default=0.99, help="discount per move")
-    add("--n-step", type=int, default=None, help="n-step horizon in moves (default: a cycle)")
+    add(
+        "--n-step-return-horizon",
+        type=int,
+        default=None,
+        help="n-step horizon in moves (default: a cycle)",
+    )
     add("--target-update-freq", type=int, default=100)
     add("--epoch", type=int, default=10)
-    add("--epoch-num-steps", "--step-per-epoch", dest="epoch_num_steps", type=int, default=2000)
-    add("--step-per-collect", type=int, default=100)
-    add("--update-per-step", type=float, default=0.1)
+    add("--epoch-num-steps", type=int, default=2000)
+    add("--collection-step-num-env-steps", type=int, default=100)
+    add("--update-step-num-gradient-steps-per-sample", type=float, default=0.1)
     add("--batch-size", type=int, default=256)
     add("--hidden-sizes", type=int, nargs="*", default=[64, 64])
-    add("--num-training-envs", "--training-num", dest="num_training_envs", type=int, default=10)
-    add("--num-test-envs", "--test-num", dest="num_test_envs", type=int, default=10)
-    add("--logdir", type=str, default="log")
+    add("--num-training-envs", type=int, default=10)
+    add("--num-test-envs", type=int, default=10)
+    add("--persistence-base-dir", type=str, default="log")
     add("--watch", action="store_true", help="play greedy episodes and print their returns")
     add("--watch-episodes", type=int, default=3)
     add("--resume-path", type=str, default="", help="saved pistons' algorithms to start from")
     add("--device", type=str, default="cuda" if torch.cuda.is_available() else "cpu")
+    add_torch_threads_option(parser)
     return parser
 
 
@@ -91,7 +102,7 @@ def make_dqn(args: argparse.Namespace, env: PettingZooEnv) -> DQN:
         policy=policy,
         optim=AdamOptimizerFactory(lr=args.lr),
         gamma=args.gamma,
-        n_step_return_horizon=args.n_step or args.n_pistons,
+        n_step_return_horizon=args.n_step_return_horizon or args.n_pistons,
         target_update_freq=args.target_update_freq,
     )
 
@@ -131,7 +142,7 @@ def train_agent(
     test_collector = Collector[CollectStats](algorithm, test_envs, exploration_noise=True)
     train_collector.reset()
     train_collector.collect(n_step=args.batch_size * args.num_training_envs)
-    log_path = os.path.join(args.logdir, "pistonball", "dqn")
+    log_path = os.path.join(args.persistence_base_dir, "pistonball", "dqn")
 
     def save_best_fn(best: Algorithm) -> None:
         os.makedirs(log_path, exist_ok=True)
@@ -143,15 +154,24 @@ def train_agent(
             test_collector=test_collector,
             max_epochs=args.epoch,
             epoch_num_steps=args.epoch_num_steps,
-            collection_step_num_env_steps=args.step_per_collect,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
             test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
-            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            update_step_num_gradient_steps_per_sample=args.update_step_num_gradient_steps_per_sample,
             multi_agent_return_reduction=team_return,
             save_best_fn=save_best_fn,
             logger=TensorboardLogger(SummaryWriter(log_path)),
             show_progress=False,
         )
+    )
+    report_training(
+        task="pistonball",
+        algorithm="dqn",
+        info=result,
+        final_test_return=final_test_return(test_collector, args.num_test_envs, team_return),
+        log_dir=log_path,
+        config=vars(args),
+        policy_path=os.path.join(log_path, "policy.pth"),
     )
     return result, algorithm
 
@@ -173,9 +193,16 @@ def watch(
     return stats
 
 
+def main(argv: Sequence[str] | None = None) -> InfoStats:
+    """Train the pistons (from ``--resume-path``, if given), then with ``--watch`` play
+    ``--watch-episodes`` greedy episodes."""
+    args = get_args(argv)
+    with torch_threads_from_args(args):
+        info, trained = train_agent(args)
+        if args.watch:
+            watch(args, trained)
+    return info
+
+
 if __name__ == "__main__":
-    cli_args = get_args()
-    info, trained = train_agent(cli_args)
-    print(f"best test return: {info.best_reward:.1f}")
-    if cli_args.watch:
-        watch(cli_args, trained)
+    main()

@@ -1,7 +1,7 @@
 """Pistonball with continuous actions: one PPO per piston, each with a small CNN.
 
 Each piston sets its speed in ``[-1, 1]`` (down to up) from its view of the screen, shrunk to a
-48x12 grayscale image (see :class:`~examples.pettingzoo.pistonball_env.PistonView`, which also
+48x12 grayscale image (see :class:`~tianshou.scripts.pistonball.PistonView`, which also
 pays every move the team's reward for the ball's progress during it, so that each piston's own
 moves carry its reward). A
 Gaussian actor and a state-value critic each read the view with two convolutions;
@@ -33,13 +33,18 @@ from tianshou.algorithm.multiagent.marl import MultiAgentOnPolicyAlgorithm
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, InfoStats, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv, PettingZooEnv
+from tianshou.scripts.pistonball import get_env, print_episodes, team_return
+from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OnPolicyTrainerParams
+from tianshou.utils.cli import (
+    ArgumentParser,
+    add_torch_threads_option,
+    parse_known_options,
+    torch_threads_from_args,
+)
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 from tianshou.utils.net.layers import ModuleWithVectorOutput
-
-from examples.pettingzoo.pistonball_env import get_env, print_episodes, team_return
-from examples.script_cli import ArgumentParser, parse_known_options
 
 
 class PistonCNN(ModuleWithVectorOutput):
@@ -93,17 +98,23 @@ def get_parser() -> argparse.ArgumentParser:
     add("--max-grad-norm", type=float, default=0.5)
     add("--features", type=int, default=64, help="width of the CNN's output")
     add("--epoch", type=int, default=10)
-    add("--epoch-num-steps", "--step-per-epoch", dest="epoch_num_steps", type=int, default=4000)
-    add("--step-per-collect", type=int, default=1000, help="moves (of all pistons) per update")
-    add("--repeat-per-collect", type=int, default=4)
+    add("--epoch-num-steps", type=int, default=4000)
+    add(
+        "--collection-step-num-env-steps",
+        type=int,
+        default=1000,
+        help="moves (of all pistons) per update",
+    )
+    add("--update-step-num-repetitions", type=int, default=4)
     add("--batch-size", type=int, default=128)
-    add("--num-training-envs", "--training-num", dest="num_training_envs", type=int, default=10)
-    add("--num-test-envs", "--test-num", dest="num_test_envs", type=int, default=10)
-    add("--logdir", type=str, default="log")
+    add("--num-training-envs", type=int, default=10)
+    add("--num-test-envs", type=int, default=10)
+    add("--persistence-base-dir", type=str, default="log")
     add("--watch", action="store_true", help="play episodes with mean actions, print returns")
     add("--watch-episodes", type=int, default=3)
     add("--resume-path", type=str, default="", help="saved pistons' algorithms to start from")
     add("--device", type=str, default="cuda" if torch.cuda.is_available() else "cpu")
+    add_torch_threads_option(parser)
     return parser
 
 
@@ -177,24 +188,25 @@ def train_agent(
     train_envs.seed(args.seed)
     test_envs.seed(args.seed + args.num_training_envs)
     algorithm, _ = get_agents(args, agents)
-    log_path = os.path.join(args.logdir, "pistonball_continuous", "ppo")
+    log_path = os.path.join(args.persistence_base_dir, "pistonball_continuous", "ppo")
 
     def save_best_fn(best: Algorithm) -> None:
         os.makedirs(log_path, exist_ok=True)
         torch.save(best.state_dict(), os.path.join(log_path, "policy.pth"))
 
+    test_collector = Collector[CollectStats](algorithm, test_envs)
     result = algorithm.run_training(
         OnPolicyTrainerParams(
             training_collector=Collector[CollectStats](
                 algorithm,
                 train_envs,
-                VectorReplayBuffer(args.step_per_collect, len(train_envs)),
+                VectorReplayBuffer(args.collection_step_num_env_steps, len(train_envs)),
             ),
-            test_collector=Collector[CollectStats](algorithm, test_envs),
+            test_collector=test_collector,
             max_epochs=args.epoch,
             epoch_num_steps=args.epoch_num_steps,
-            collection_step_num_env_steps=args.step_per_collect,
-            update_step_num_repetitions=args.repeat_per_collect,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            update_step_num_repetitions=args.update_step_num_repetitions,
             batch_size=args.batch_size,
             test_step_num_episodes=args.num_test_envs,
             multi_agent_return_reduction=team_return,
@@ -202,6 +214,15 @@ def train_agent(
             logger=TensorboardLogger(SummaryWriter(log_path)),
             show_progress=False,
         )
+    )
+    report_training(
+        task="pistonball_continuous",
+        algorithm="ppo",
+        info=result,
+        final_test_return=final_test_return(test_collector, args.num_test_envs, team_return),
+        log_dir=log_path,
+        config=vars(args),
+        policy_path=os.path.join(log_path, "policy.pth"),
     )
     return result, algorithm
 
@@ -223,9 +244,16 @@ def watch(
     return stats
 
 
+def main(argv: Sequence[str] | None = None) -> InfoStats:
+    """Train the pistons (from ``--resume-path``, if given), then with ``--watch`` play
+    ``--watch-episodes`` episodes with their mean actions."""
+    args = get_args(argv)
+    with torch_threads_from_args(args):
+        info, trained = train_agent(args)
+        if args.watch:
+            watch(args, trained)
+    return info
+
+
 if __name__ == "__main__":
-    cli_args = get_args()
-    info, trained = train_agent(cli_args)
-    print(f"best test return: {info.best_reward:.1f}")
-    if cli_args.watch:
-        watch(cli_args, trained)
+    main()

@@ -32,11 +32,16 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.algorithm.random import MARLRandomDiscreteMaskedOffPolicyAlgorithm
 from tianshou.data import Batch, Collector, CollectStats, InfoStats, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv, PettingZooEnv
+from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams
+from tianshou.utils.cli import (
+    ArgumentParser,
+    add_torch_threads_option,
+    parse_known_options,
+    torch_threads_from_args,
+)
 from tianshou.utils.logger.tensorboard import TensorboardLogger
 from tianshou.utils.net.common import Net
-
-from examples.script_cli import ArgumentParser, parse_known_options
 
 MARKS = {0: ".", 1: "X", 2: "O"}
 
@@ -50,17 +55,17 @@ def get_parser() -> argparse.ArgumentParser:
     add("--buffer-size", type=int, default=20000)
     add("--lr", type=float, default=1e-4)
     add("--gamma", type=float, default=0.9, help="a smaller gamma favours earlier wins")
-    add("--n-step", type=int, default=3)
+    add("--n-step-return-horizon", type=int, default=3)
     add("--target-update-freq", type=int, default=320)
     add("--epoch", type=int, default=50)
-    add("--step-per-epoch", "--epoch-num-steps", dest="step_per_epoch", type=int, default=1000)
-    add("--step-per-collect", type=int, default=10)
-    add("--update-per-step", type=float, default=0.1)
+    add("--epoch-num-steps", type=int, default=1000)
+    add("--collection-step-num-env-steps", type=int, default=10)
+    add("--update-step-num-gradient-steps-per-sample", type=float, default=0.1)
     add("--batch-size", type=int, default=64)
     add("--hidden-sizes", type=int, nargs="*", default=[128, 128, 128, 128])
-    add("--training-num", type=int, default=10)
-    add("--test-num", type=int, default=100)
-    add("--logdir", type=str, default="log")
+    add("--num-training-envs", type=int, default=10)
+    add("--num-test-envs", type=int, default=100)
+    add("--persistence-base-dir", type=str, default="log")
     add("--render", type=float, default=0.0, help="seconds to pause between watched moves")
     add("--win-rate", type=float, default=0.6, help="stop once this share of test games is won")
     add("--watch", action="store_true", help="play one game against the opponent and print it")
@@ -68,6 +73,7 @@ def get_parser() -> argparse.ArgumentParser:
     add("--resume-path", type=str, default="", help="a saved learner to start from")
     add("--opponent-path", type=str, default="", help="a saved learner to play against")
     add("--device", type=str, default="cuda" if torch.cuda.is_available() else "cpu")
+    add_torch_threads_option(parser)
     return parser
 
 
@@ -110,7 +116,7 @@ def get_agents(
             policy=policy,
             optim=optim,
             gamma=args.gamma,
-            n_step_return_horizon=args.n_step,
+            n_step_return_horizon=args.n_step_return_horizon,
             target_update_freq=args.target_update_freq,
         )
         if args.resume_path:
@@ -140,12 +146,12 @@ def train_agent(
     optim: AdamOptimizerFactory | None = None,
 ) -> tuple[InfoStats, OffPolicyAlgorithm]:
     """Train the learner against the opponent; return the run's stats and the learner."""
-    train_envs = DummyVectorEnv([get_env for _ in range(args.training_num)])
-    test_envs = DummyVectorEnv([get_env for _ in range(min(args.test_num, 10))])
+    train_envs = DummyVectorEnv([get_env for _ in range(args.num_training_envs)])
+    test_envs = DummyVectorEnv([get_env for _ in range(min(args.num_test_envs, 10))])
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     train_envs.seed(args.seed)
-    test_envs.seed(args.seed + args.training_num)
+    test_envs.seed(args.seed + args.num_training_envs)
     marl_algorithm, optim, agents = get_agents(args, agent_learn, agent_opponent, optim)
     learner_id = agents[args.agent_id - 1]
     train_collector = Collector[CollectStats](
@@ -156,8 +162,8 @@ def train_agent(
     )
     test_collector = Collector[CollectStats](marl_algorithm, test_envs, exploration_noise=True)
     train_collector.reset()
-    train_collector.collect(n_step=args.batch_size * args.training_num)
-    log_path = os.path.join(args.logdir, "tic_tac_toe", "dqn")
+    train_collector.collect(n_step=args.batch_size * args.num_training_envs)
+    log_path = os.path.join(args.persistence_base_dir, "tic_tac_toe", "dqn")
     logger = TensorboardLogger(SummaryWriter(log_path))
 
     def save_best_fn(algorithm: Algorithm) -> None:
@@ -170,11 +176,11 @@ def train_agent(
             training_collector=train_collector,
             test_collector=test_collector,
             max_epochs=args.epoch,
-            epoch_num_steps=args.step_per_epoch,
-            collection_step_num_env_steps=args.step_per_collect,
-            test_step_num_episodes=args.test_num,
+            epoch_num_steps=args.epoch_num_steps,
+            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
-            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            update_step_num_gradient_steps_per_sample=args.update_step_num_gradient_steps_per_sample,
             multi_agent_return_reduction=lambda returns: returns[:, args.agent_id - 1],
             compute_score_fn=win_rate,
             stop_fn=lambda best_win_rate: best_win_rate >= args.win_rate,
@@ -182,6 +188,18 @@ def train_agent(
             logger=logger,
             show_progress=False,
         )
+    )
+    print(f"best test win rate: {result.best_score:.2f}")
+    report_training(
+        task="tic_tac_toe",
+        algorithm="dqn",
+        info=result,
+        final_test_return=final_test_return(
+            test_collector, args.num_test_envs, lambda returns: returns[:, args.agent_id - 1]
+        ),
+        log_dir=log_path,
+        config=vars(args),
+        policy_path=os.path.join(log_path, "policy.pth"),
     )
     return result, marl_algorithm.get_algorithm(learner_id)
 
@@ -224,9 +242,16 @@ def watch(
     return learner_reward
 
 
+def main(argv: Sequence[str] | None = None) -> InfoStats:
+    """Train the learner (from ``--resume-path``, if given) against the opponent, then with
+    ``--watch`` play one game."""
+    args = get_args(argv)
+    with torch_threads_from_args(args):
+        info, learner = train_agent(args)
+        if args.watch:
+            watch(args, agent_learn=learner)
+    return info
+
+
 if __name__ == "__main__":
-    cli_args = get_args()
-    info, learner = train_agent(cli_args)
-    print(f"best test win rate: {info.best_score:.2f}")
-    if cli_args.watch:
-        watch(cli_args, agent_learn=learner)
+    main()

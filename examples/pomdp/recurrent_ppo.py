@@ -16,11 +16,11 @@ from torch.distributions import Categorical
 from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolicy, RecurrentPPO
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
+from tianshou.env.pomdp import cartpole_without_velocities
+from tianshou.scripts.pomdp import RecurrentRun, base_parser, seeded_envs
 from tianshou.trainer import OnPolicyTrainerParams
+from tianshou.utils.cli import torch_threads_from_args
 from tianshou.utils.net.recurrent import RecurrentDiscreteActor, RecurrentValueNet
-
-from examples.pomdp.pomdp_envs import cartpole_without_velocities
-from examples.pomdp.pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -38,7 +38,18 @@ def logits_categorical(logits: torch.Tensor) -> Categorical:
 
 
 def main(argv: Sequence[str] | None = None) -> float:
+    """Train (or, with ``--watch``, evaluate) the recurrent policy; return its mean return on
+    new test episodes."""
     args = get_args(argv)
+    with torch_threads_from_args(args):
+        return train(args)
+
+
+def train(args: argparse.Namespace) -> float:
+    """The run of :func:`main` with the options ``args``."""
+    run = RecurrentRun(
+        args, "CartPoleNoVelocity", f"recurrent_ppo_{args.cell}", cartpole_without_velocities
+    )
     training_envs, test_envs = seeded_envs(args, cartpole_without_velocities)
     env = cartpole_without_velocities()
     obs_dim, action_num = flatdim(env.observation_space), flatdim(env.action_space)
@@ -56,13 +67,16 @@ def main(argv: Sequence[str] | None = None) -> float:
         ent_coef=0.0,
         max_grad_norm=0.5,
     ).to(args.device)
+    run.load(algorithm)
+    if args.watch:
+        return run.watch(algorithm)
     steps = args.epoch_num_steps
-    algorithm.run_training(
+    info = algorithm.run_training(
         OnPolicyTrainerParams(
             training_collector=Collector(
                 algorithm,
                 training_envs,
-                VectorReplayBuffer(steps + args.num_train_envs, args.num_train_envs),
+                VectorReplayBuffer(steps + args.num_training_envs, args.num_training_envs),
             ),
             test_collector=Collector(algorithm, test_envs),
             max_epochs=args.epoch,
@@ -72,11 +86,12 @@ def main(argv: Sequence[str] | None = None) -> float:
             batch_size=args.batch_size,
             test_step_num_episodes=args.num_test_envs,
             stop_fn=lambda mean_return: mean_return >= 195.0,
-            logger=experiment_logger(args, "CartPoleNoVelocity", f"recurrent_ppo_{args.cell}"),
+            logger=run.logger(),
+            save_best_fn=run.save,
             show_progress=False,
         )
     )
-    return report_final_test(algorithm, cartpole_without_velocities, args)
+    return run.report(algorithm, info)
 
 
 if __name__ == "__main__":

@@ -15,16 +15,16 @@ from tianshou.algorithm.modelfree.recurrent_sac import RecurrentSAC, RecurrentSA
 from tianshou.algorithm.modelfree.sac import AutoAlpha
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
+from tianshou.env.pomdp import pendulum_without_velocity
+from tianshou.scripts.pomdp import RecurrentRun, base_parser, seeded_envs
 from tianshou.trainer import OffPolicyTrainerParams
+from tianshou.utils.cli import torch_threads_from_args
 from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic
-
-from examples.pomdp.pomdp_envs import pendulum_without_velocity
-from examples.pomdp.pomdp_run import base_parser, experiment_logger, report_final_test, seeded_envs
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = base_parser(__doc__, epoch=30, epoch_num_steps=1000)
-    parser.set_defaults(num_train_envs=4)
+    parser.set_defaults(num_training_envs=4)
     parser.add_argument("--actor-lr", type=float, default=1e-3)
     parser.add_argument("--critic-lr", type=float, default=1e-3)
     parser.add_argument("--alpha-lr", type=float, default=3e-4)
@@ -35,12 +35,23 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--burn-in", type=int, default=8)
     parser.add_argument("--train-len", type=int, default=16)
     parser.add_argument("--collection-step-num-env-steps", type=int, default=8)
-    parser.add_argument("--update-per-step", type=float, default=1.0)
+    parser.add_argument("--update-step-num-gradient-steps-per-sample", type=float, default=1.0)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> float:
+    """Train (or, with ``--watch``, evaluate) the recurrent policy; return its mean return on
+    new test episodes."""
     args = get_args(argv)
+    with torch_threads_from_args(args):
+        return train(args)
+
+
+def train(args: argparse.Namespace) -> float:
+    """The run of :func:`main` with the options ``args``."""
+    run = RecurrentRun(
+        args, "PendulumNoVelocity", f"recurrent_sac_{args.cell}", pendulum_without_velocity
+    )
     training_envs, test_envs = seeded_envs(args, pendulum_without_velocity)
     env = pendulum_without_velocity()
     obs_dim, action_dim = flatdim(env.observation_space), flatdim(env.action_space)
@@ -66,11 +77,14 @@ def main(argv: Sequence[str] | None = None) -> float:
         burn_in=args.burn_in,
         train_len=args.train_len,
     ).to(args.device)
+    run.load(algorithm)
+    if args.watch:
+        return run.watch(algorithm)
     training_collector = Collector(
-        algorithm, training_envs, VectorReplayBuffer(args.buffer_size, args.num_train_envs)
+        algorithm, training_envs, VectorReplayBuffer(args.buffer_size, args.num_training_envs)
     )
     training_collector.reset()
-    algorithm.run_training(
+    info = algorithm.run_training(
         OffPolicyTrainerParams(
             training_collector=training_collector,
             test_collector=Collector(algorithm, test_envs),
@@ -79,13 +93,14 @@ def main(argv: Sequence[str] | None = None) -> float:
             collection_step_num_env_steps=args.collection_step_num_env_steps,
             test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
-            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            update_step_num_gradient_steps_per_sample=args.update_step_num_gradient_steps_per_sample,
             stop_fn=lambda mean_return: mean_return >= -300.0,
-            logger=experiment_logger(args, "PendulumNoVelocity", f"recurrent_sac_{args.cell}"),
+            logger=run.logger(),
+            save_best_fn=run.save,
             show_progress=False,
         )
     )
-    return report_final_test(algorithm, pendulum_without_velocity, args)
+    return run.report(algorithm, info)
 
 
 if __name__ == "__main__":

@@ -139,9 +139,8 @@ def test_options_accept_dashes_and_underscores(spelling: str) -> None:
 
 def test_epsilon_decays_linearly_over_the_first_million_steps() -> None:
     from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.scripts.atari.training import epsilon_greedy_fns
     from tianshou.utils.logger.logger_base import LazyLogger
-
-    from examples.atari.training import epsilon_greedy_fns
 
     args = script("atari_dqn").get_args([])
     policy = DiscreteQLearningPolicy(model=torch.nn.Identity(), action_space=gym.spaces.Discrete(6))
@@ -154,7 +153,7 @@ def test_epsilon_decays_linearly_over_the_first_million_steps() -> None:
 
 
 def test_training_stops_at_the_reward_threshold_or_when_pong_is_solved() -> None:
-    from examples.atari.training import stop_fn
+    from tianshou.scripts.atari.training import stop_fn
 
     pong_without_threshold = SimpleNamespace(spec=None)  # as ALE's Pong: no reward_threshold
     solved = stop_fn(pong_without_threshold, TASK)  # type: ignore[arg-type]
@@ -170,7 +169,7 @@ def test_rendering_test_envs_are_gymnasium_envs_in_this_process(
 ) -> None:
     """EnvPool cannot render, so watching with --render uses gymnasium envs in this process
     (without a display they are built without a window)."""
-    from examples.atari.envs import _rendering_envs
+    from tianshou.scripts.atari.envs import _rendering_envs
 
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
@@ -187,9 +186,8 @@ def test_rendering_test_envs_are_gymnasium_envs_in_this_process(
 
 def test_rainbow_anneals_beta_to_one_over_its_anneal_steps() -> None:
     module = script("atari_rainbow")
+    from tianshou.scripts.atari.buffers import prioritized_replay_buffer
     from tianshou.utils.logger.logger_base import LazyLogger
-
-    from examples.atari.buffers import prioritized_replay_buffer
 
     args = module.get_args(["--buffer-size", "16"])
     buffer = prioritized_replay_buffer(args, 2, alpha=args.alpha, beta=args.beta, weight_norm=True)

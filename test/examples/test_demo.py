@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from tianshou.env import DummyVectorEnv, VectorEnvNormObs
+from tianshou.evaluation.video import _make_rendering_env
 
 from examples.mujoco import demo as demo_module
-from examples.mujoco.video import _make_rendering_env
 
 TINY = [
     "--epoch", "1", "--epoch-num-steps", "128", "--collection-step-num-env-steps", "64",

@@ -22,14 +22,13 @@ import torch
 
 from tianshou.data import InfoStats
 from tianshou.env import DummyVectorEnv, VectorEnvNormObs
+from tianshou.env.obs_norm_file import load_obs_rms
+from tianshou.highlevel import cli as hl_cli
 from tianshou.highlevel.env import EnvMode, VectorEnvType
 from tianshou.highlevel.experiment import Experiment, ExperimentResult
+from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.persistence import PersistEvent, RestoreEvent
 from tianshou.highlevel.world import World
-
-from examples import hl_cli
-from examples.mujoco.mujoco_env import MujocoEnvFactory
-from examples.mujoco.persistence import load_obs_rms
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MUJOCO_TASK = "Hopper-v5"
@@ -456,5 +455,6 @@ def test_cli_needs_defaults() -> None:
 def test_every_script_has_a_command_line(module: str) -> None:
     main = script_main(module)
     parser = hl_cli.build_parser(main)
-    assert vars(parser.parse_args([])) == {}
+    # options not given are left to main's defaults; --torch-threads is run_cli's own
+    assert vars(parser.parse_args([])) == {"torch_threads": 1}
     assert parser.parse_args(["--seed", "3"]).seed == 3

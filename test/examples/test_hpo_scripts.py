@@ -1,5 +1,5 @@
 """The search scripts of ``examples/hpo`` on tiny budgets, and loading their best configuration
-into a ``*_hl.py`` script's command line (``--config-file`` of ``examples/hl_cli.py``)."""
+into a ``*_hl.py`` script's command line (``--config-file`` of ``tianshou.highlevel.cli``)."""
 
 import importlib
 import json
@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tianshou.highlevel.cli import run_cli
 from tianshou.highlevel.hpo.best_config import BestConfiguration
-
-from examples.hl_cli import run_cli
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Checkpoints of the MuJoCo scripts (``examples.mujoco.persistence``): an off-policy run's
+"""Checkpoints of the MuJoCo scripts (``tianshou.scripts.persistence``): an off-policy run's
 checkpoint keeps its replay buffer, its stored transitions only and without pickles, so a resumed
 run goes on with the same transitions and collects no second random warm-up."""
 
@@ -15,8 +15,8 @@ from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Batch, Collector, InfoStats, VectorReplayBuffer
 from tianshou.data.buffer._state import stored_rows as stored_rows_of_state
 from tianshou.data.buffer.buffer_base import BufferFileError
+from tianshou.scripts import persistence
 
-from examples.mujoco import persistence
 from examples.mujoco.mujoco_sac import main as sac_main
 
 TASK = "Hopper-v5"

@@ -21,10 +21,10 @@ from PIL import Image
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import CollectStats, InfoStats
-from tianshou.env import VectorEnvNormObs
+from tianshou.env import VectorEnvNormObs, obs_norm_file
+from tianshou.evaluation import video
+from tianshou.scripts.mujoco import cli, training
 from tianshou.utils.statistics import RunningMeanStd
-
-from examples.mujoco import cli, persistence, training, video
 
 TASK = "Hopper-v5"
 
@@ -235,17 +235,17 @@ def test_parser_accepts_the_published_spellings() -> None:
     parser = cli.common_parser("doc")
     current = parser.parse_args(["--epoch-num-steps", "7", "--num-train-envs", "3"])
     for argv in (
-        ["--epoch_num_steps", "7", "--num_train_envs", "3"],  # 2.x
+        ["--epoch_num_steps", "7", "--num_training_envs", "3"],  # 2.x
         ["--step-per-epoch", "7", "--training-num", "3"],  # 1.x
     ):
         assert parser.parse_args(argv) == current
-    assert (current.epoch_num_steps, current.num_train_envs) == (7, 3)
+    assert (current.epoch_num_steps, current.num_training_envs) == (7, 3)
     assert parser.parse_args(["--no_progress"]).no_progress is True
 
 
 def test_parser_has_the_published_logger_options() -> None:
     args = cli.common_parser("doc").parse_args([])
-    assert (args.logger, args.wandb_project, args.resume_id) == (
+    assert (args.logger_type, args.wandb_project, args.resume_id) == (
         "tensorboard",
         "mujoco.benchmark",
         None,
@@ -267,29 +267,34 @@ def test_script_defaults_are_the_benchmark_ones(algo: str) -> None:
         "td3": {"policy_noise": 0.2, "noise_clip": 0.5, "update_actor_freq": 2},
         "sac": {"auto_alpha": False, "alpha": 0.2, "start_timesteps": 10_000},
         "redq": {"ensemble_size": 10, "subset_size": 2, "actor_delay": 20, "auto_alpha": False},
-        "reinforce": {"lr": 1e-3, "num_train_envs": 64, "return_scaling": True, "lr_decay": True},
+        "reinforce": {
+            "lr": 1e-3,
+            "num_training_envs": 64,
+            "return_scaling": True,
+            "lr_decay": True,
+        },
         "a2c": {
             "lr": 7e-4,
             "collection_step_num_env_steps": 80,
             "rmsprop_eps": 1e-5,
-            "num_train_envs": 16,
+            "num_training_envs": 16,
         },
         "ppo": {
             "lr": 3e-4,
             "collection_step_num_env_steps": 2048,
             "eps_clip": 0.2,
-            "num_train_envs": 64,
+            "num_training_envs": 64,
         },
         "npg": {
             "collection_step_num_env_steps": 1024,
             "optim_critic_iters": 20,
-            "num_train_envs": 16,
+            "num_training_envs": 16,
         },
         "trpo": {
             "max_kl": 0.01,
             "backtrack_coeff": 0.8,
             "max_backtracks": 10,
-            "num_train_envs": 16,
+            "num_training_envs": 16,
         },
     }[algo]
     assert {key: getattr(args, key) for key in expected} == expected
@@ -304,10 +309,10 @@ def test_obs_rms_round_trips_without_pickle(tmp_path: Path) -> None:
     rms = RunningMeanStd(clip_max=5.0)
     rms.update(np.arange(12.0).reshape(4, 3))
     path = str(tmp_path / "obs_rms.npz")
-    persistence.save_obs_rms(rms, path)
+    obs_norm_file.save_obs_rms(rms, path)
     with np.load(path, allow_pickle=False) as data:  # plain arrays only
         assert set(data.files) == {"mean", "var", "count", "clip_max", "eps"}
-    loaded = persistence.load_obs_rms(path)
+    loaded = obs_norm_file.load_obs_rms(path)
     np.testing.assert_array_equal(loaded.mean, rms.mean)
     np.testing.assert_array_equal(loaded.var, rms.var)
     assert (loaded.count, loaded.clip_max, loaded.eps) == (rms.count, rms.clip_max, rms.eps)

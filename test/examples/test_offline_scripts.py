@@ -1,4 +1,5 @@
-"""The offline example scripts (examples/offline/) and their shared helper ``offline_common``.
+"""The offline example scripts (examples/offline/) and their shared helper
+``tianshou.scripts.offline``.
 
 Each script trains on a tiny Hopper-v5 Minari dataset made here with Minari's DataCollector
 (random actions, two episodes of at most 20 steps, in a temporary MINARI_DATASETS_PATH), prints
@@ -53,7 +54,7 @@ def script(algo: str) -> ModuleType:
 
 
 def common() -> ModuleType:
-    return importlib.import_module("examples.offline.offline_common")
+    return importlib.import_module("tianshou.scripts.offline")
 
 
 TINY = ["--dataset", DATASET, "--epoch", "1", "--update-per-epoch", "3", "--batch-size", "8"]
@@ -143,7 +144,7 @@ class TestCommon:
     def test_defaults_and_underscore_options(self) -> None:
         args = script("bc").get_args(["--update_per_epoch", "7", "--batch-size", "5"])
         assert args.dataset == "mujoco/hopper/expert-v0"
-        assert (args.update_per_epoch, args.batch_size, args.epoch) == (7, 5, 200)
+        assert (args.epoch_num_steps, args.batch_size, args.epoch) == (7, 5, 200)
         assert args.hidden_sizes == [256, 256]
         assert not args.norm_obs
         assert script("td3_bc").get_args([]).norm_obs

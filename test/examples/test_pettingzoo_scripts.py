@@ -49,8 +49,10 @@ def test_tic_tac_toe_dqn_beats_a_random_opponent(tmp_path: Path) -> None:
     result, _ = tic_tac_toe.train_agent(args)
     assert result.best_score >= TIC_TAC_TOE_WIN_RATE
     assert (tmp_path / "tic_tac_toe" / "dqn" / "policy.pth").is_file()
-    # the saved learner plays 100 fresh games at the same level
+    # the saved learner plays 100 fresh games at the same level; its exploration (eps_test) and
+    # the envs are seeded, so the games do not depend on how many random numbers training drew
     args.resume_path = str(tmp_path / "tic_tac_toe" / "dqn" / "policy.pth")
+    np.random.seed(2024)
     marl_algorithm, _, _ = tic_tac_toe.get_agents(args)
     marl_algorithm.eval()
     envs = DummyVectorEnv([tic_tac_toe.get_env for _ in range(10)])
@@ -70,7 +72,7 @@ def test_tic_tac_toe_options_take_every_spelling_and_warn_about_unknown_ones() -
             ["--epoch_num_steps", "5", "--training_num", "2", "--bogus"]
         )
     assert dashed == underscored
-    assert (dashed.step_per_epoch, dashed.training_num) == (5, 2)
+    assert (dashed.epoch_num_steps, dashed.num_training_envs) == (5, 2)
 
 
 def test_tic_tac_toe_watch_prints_the_game_in_the_terminal(

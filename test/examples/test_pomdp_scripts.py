@@ -4,6 +4,7 @@ Each script trains end to end on a tiny budget and ends with ``final test return
 """
 
 import importlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def single_threaded() -> Iterator[None]:
 
 
 def test_cartpole_hides_both_velocities() -> None:
-    pomdp_envs = importlib.import_module("examples.pomdp.pomdp_envs")
+    pomdp_envs = importlib.import_module("tianshou.env.pomdp")
     env = pomdp_envs.cartpole_without_velocities()
     full = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=3)
@@ -37,7 +38,7 @@ def test_cartpole_hides_both_velocities() -> None:
 
 
 def test_pendulum_hides_the_angular_velocity() -> None:
-    pomdp_envs = importlib.import_module("examples.pomdp.pomdp_envs")
+    pomdp_envs = importlib.import_module("tianshou.env.pomdp")
     env = pomdp_envs.pendulum_without_velocity()
     obs, _ = env.reset(seed=0)
     assert env.observation_space.shape == (2,)
@@ -45,7 +46,7 @@ def test_pendulum_hides_the_angular_velocity() -> None:
 
 
 def test_bad_visible_components_are_clear_errors() -> None:
-    pomdp_envs = importlib.import_module("examples.pomdp.pomdp_envs")
+    pomdp_envs = importlib.import_module("tianshou.env.pomdp")
     with pytest.raises(ValueError, match="visible"):
         pomdp_envs.HiddenComponents(gym.make("CartPole-v1"), [4])
     with pytest.raises(ValueError, match="flat Box"):
@@ -64,13 +65,38 @@ def test_bad_visible_components_are_clear_errors() -> None:
         ("recurrent_sac", ["--epoch-num-steps", "100", "--batch-size", "8"]),
     ],
 )
-def test_script_trains_and_reports_the_final_test_return(
+def test_script_trains_saves_reports_resumes_and_watches(
     script: str, argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     module = importlib.import_module(f"examples.pomdp.{script}")
     common = ["--seed", "1", "--epoch", "1", "--num-test-envs", "2", "--logdir", str(tmp_path)]
     result = module.main([*common, "--logger", "tensorboard", *argv])
-    last_line = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last_line == f"final test return: {result}"
+    out = capsys.readouterr().out
     assert np.isfinite(result)
-    assert any(tmp_path.rglob("events.out.tfevents.*"))
+    assert out.splitlines()[0] == "torch: 1 intra-op thread (--torch-threads)"
+    (log_dir,) = {path.parent for path in tmp_path.rglob("events.out.tfevents.*")}
+    assert log_dir.parts[-3:-1][1].startswith(script)
+    policy = log_dir / "policy.pth"
+    assert policy.is_file(), "the best policy is saved"
+    summary = out[out.index("Run summary") :]
+    for line in (
+        f"final test return  {result:.2f}",
+        f"policy             {policy}",
+        f"result file        {log_dir / 'result.json'}",
+    ):
+        assert line in summary
+    saved = json.loads((log_dir / "result.json").read_text())
+    assert set(saved) == {
+        "task", "algorithm", "env_steps", "update_steps", "wall_time_s", "best_test_return",
+        "final_test_return", "log_dir", "policy_path", "video_path", "result_path", "config",
+    }  # fmt: skip
+    assert saved["final_test_return"] == pytest.approx(result)
+    assert saved["env_steps"] >= 100 and saved["wall_time_s"] > 0
+    assert saved["config"]["seed"] == 1 and saved["config"]["torch_threads"] == 1
+    assert saved["policy_path"] == str(policy) and saved["video_path"] is None
+
+    loaded = module.main([*common, "--resume-path", str(policy), "--watch", *argv])
+    out = capsys.readouterr().out
+    assert f"loaded {policy}" in out
+    assert out.strip().splitlines()[-1] == f"mean return {loaded:.2f} over 2 episodes"
+    assert "Run summary" not in out, "watching does not train"

@@ -19,14 +19,13 @@ from tianshou.data import (
     VectorReplayBuffer,
 )
 from tianshou.env import DummyVectorEnv
+from tianshou.env import pomdp as pomdp_envs
+from tianshou.env.pomdp import CueRecallEnv
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.dict_encoder import DictEncoder
 from tianshou.utils.net.recurrent import RecurrentQNet
 from tianshou.utils.torch_utils import policy_within_training_step
-
-from examples.pomdp import pomdp_envs
-from examples.pomdp.pomdp_envs import CueRecallEnv
 
 
 def recurrent_policy(hidden_size: int = 16, cell: str = "lstm") -> RecurrentQLearningPolicy:

@@ -18,6 +18,8 @@ from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
 from tianshou.data import Batch, Collector, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
+from tianshou.env import pomdp as pomdp_envs
+from tianshou.env.pomdp import CueRecallEnv
 from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.dict_encoder import DictEncoder
@@ -28,9 +30,6 @@ from tianshou.utils.net.recurrent import (
     RecurrentValueNet,
 )
 from tianshou.utils.torch_utils import policy_within_training_step
-
-from examples.pomdp import pomdp_envs
-from examples.pomdp.pomdp_envs import CueRecallEnv
 
 
 def logits_categorical(logits: torch.Tensor) -> Categorical:

@@ -12,6 +12,7 @@ from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
 from tianshou.data import Batch, Collector, PrioritizedReplayBuffer, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
+from tianshou.env import pomdp as pomdp_envs
 from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
@@ -22,8 +23,6 @@ from tianshou.utils.net.recurrent import (
     RecurrentQCritic,
 )
 from tianshou.utils.torch_utils import policy_within_training_step
-
-from examples.pomdp import pomdp_envs
 
 SPACE = gym.spaces.Box(-2.0, 2.0, shape=(1,))
 

@@ -88,7 +88,9 @@ def test_script_argv_changes_only_what_the_runner_owns(algorithm: str, tmp_path:
     assert args.save_checkpoints and args.no_progress
     split = epoch_split(args, spec.env_steps)
     assert (args.epoch, args.epoch_num_steps) == (split.epochs, split.epoch_num_steps)
-    assert Path(args.logdir) / "Walker2d-v5" / algorithm / "4" == script_log_path(spec, tmp_path)
+    assert Path(args.persistence_base_dir) / "Walker2d-v5" / algorithm / "4" == script_log_path(
+        spec, tmp_path
+    )
 
 
 def test_script_argv_reports_an_option_the_script_rejects(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""What the search scripts of this directory share: choosing the pruner, running the search
-and printing its report."""
+"""What the hyper-parameter search scripts (``examples/hpo/``) share: choosing the pruner,
+running the search and printing its report."""
 
 import logging
 

@@ -1,4 +1,5 @@
-"""Partially observed tasks for the recurrent examples and tests.
+"""Partially observed tasks for the recurrent example scripts (``examples/pomdp/``), tests and
+benchmarks.
 
 Hiding the velocities of two classic-control tasks turns a Markov task into one where a single
 observation no longer tells the agent what to do: the velocity must be inferred from the
@@ -114,12 +115,17 @@ class CueRecallEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, Any], dict]:
+        """Start an episode with a new cue (drawn from the env's seeded generator)."""
         super().reset(seed=seed)
         self._cue = self.LEFT if self.np_random.random() < 0.5 else self.RIGHT
         self._step = 0
         return self._observe(), {}
 
     def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict]:
+        """Wait through the delay, or choose a side at its end (reward 1 for the cue's side).
+
+        :raises ValueError: for an action the current mask does not allow.
+        """
         if not self._mask[action]:
             raise ValueError(f"illegal action {action}; legal: {np.flatnonzero(self._mask)}")
         if self._step == self.delay:

@@ -10,10 +10,9 @@ from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, OnPolicyAlgori
 from tianshou.algorithm.modelbased.icm import ICMOffPolicyWrapper, ICMOnPolicyWrapper
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.env.atari.atari_network import DQNet
+from tianshou.scripts.atari.envs import AtariEnvs, scale_obs_if
 from tianshou.utils.net.action_repr import ActionReprNetWithVectorOutput
 from tianshou.utils.net.discrete import IntrinsicCuriosityModule
-
-from examples.atari.envs import AtariEnvs, scale_obs_if
 
 
 def with_icm(

@@ -1,4 +1,8 @@
-"""Rendering MuJoCo tasks: a window when there is a display, otherwise off-screen video files.
+"""Watching a policy: in a window when there is a display, otherwise as a video file of one
+episode, rendered off-screen.
+
+Used by the MuJoCo example scripts' ``--watch`` and by ``make demo``; any gymnasium task that
+renders ``rgb_array`` frames can be recorded.
 
 Without a display MuJoCo must render through EGL, a choice it reads once, when gymnasium first
 imports it (on the first ``gym.make`` of a MuJoCo task). :func:`select_offscreen_rendering`
@@ -51,7 +55,8 @@ def record_video(
         frames per second (about 2 MB for a 1000-step Hopper episode).
     :param seed: the seed of the episode's reset.
     :param obs_rms: the observation statistics the policy was trained with (the training envs'
-        ``get_obs_rms()``, or :func:`load_obs_rms`); applied frozen, as the test envs do.
+        ``get_obs_rms()``, or :func:`~tianshou.env.obs_norm_file.load_obs_rms`); applied
+        frozen, as the test envs do.
     :param max_steps: the episode is cut after this many steps.
     :param fps: frames per second of the video; by default the env's real-time rate.
     :return: the path actually written.

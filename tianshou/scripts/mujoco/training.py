@@ -1,5 +1,6 @@
 """Running a procedural MuJoCo script: train its algorithm (off- or on-policy) or, with
-``--watch``, evaluate a saved one; everything goes under ``--logdir/<task>/<algo>/<seed>``.
+``--watch``, evaluate a saved one; everything goes under
+``--persistence-base-dir/<task>/<algo>/<seed>``.
 
 Every script (``mujoco_<algo>.py``) builds its algorithm with its own ``build_<algo>(args, env)``
 and hands it to :func:`run_experiment` with :func:`train_off_policy` or :func:`train_on_policy`.
@@ -17,26 +18,28 @@ import torch
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Collector, CollectStats, InfoStats, VectorReplayBuffer
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
-from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
-
-from examples.mujoco.mujoco_env import make_mujoco_env
-from examples.mujoco.persistence import (
-    array_obs_rms,
+from tianshou.env.mujoco import make_mujoco_env
+from tianshou.env.obs_norm_file import array_obs_rms
+from tianshou.evaluation.video import has_display, record_video, select_offscreen_rendering
+from tianshou.scripts.persistence import (
+    POLICY_FILE,
     checkpoint_saver,
     load_algorithm,
     load_replay_buffer,
     replay_buffer_path,
     save_algorithm,
 )
-from examples.mujoco.video import has_display, record_video, select_offscreen_rendering
-from examples.script_cli import logger_from_args
+from tianshou.scripts.summary import final_test_return, report_training
+from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+from tianshou.utils.cli import logger_from_args, torch_threads_from_args
 
 TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
 
 
 def log_dir(args: argparse.Namespace, algo_name: str) -> str:
-    """``--logdir/<task>/<algo>/<seed>``: where a run's log, policy and video go."""
-    return os.path.join(args.logdir, args.task, algo_name, str(args.seed))
+    """``--persistence-base-dir/<task>/<algo>/<seed>``: where a run's log, policy, result file
+    and video go."""
+    return os.path.join(args.persistence_base_dir, args.task, algo_name, str(args.seed))
 
 
 TrainFn = Callable[
@@ -51,24 +54,39 @@ def run_experiment(
     train: TrainFn,
     obs_norm: bool,
 ) -> InfoStats | CollectStats:
-    """Train ``build(args, env)`` with ``train`` or, with ``--watch``, evaluate it.
+    """Train ``build(args, env)`` with ``train`` or, with ``--watch``, evaluate it, with torch's
+    thread count of ``--torch-threads``.
 
     With ``--resume-path`` the saved state (networks, optimisers and observation statistics) is
     loaded first, and training continues from it (an off-policy run also with the replay buffer
-    saved beside it, see :func:`train_off_policy`). ``--watch`` evaluates ``--num-test-envs``
-    episodes; with a display they are shown in a window, without one a deterministic episode is
-    recorded to ``<log dir>/watch.mp4`` (see :func:`~examples.mujoco.video.record_video`).
-    Without a display, MuJoCo is first set to render off-screen
-    (:func:`~examples.mujoco.video.select_offscreen_rendering`).
+    saved beside it, see :func:`train_off_policy`). Training ends by testing the final policy on
+    ``--num-test-envs`` new episodes and reporting the run
+    (:func:`~tianshou.scripts.summary.report_training`: a summary, and a result file in the log
+    directory). ``--watch`` evaluates ``--num-test-envs`` episodes; with a display they are
+    shown in a window, without one a deterministic episode is recorded to
+    ``<log dir>/watch.mp4`` (see :func:`~tianshou.evaluation.video.record_video`). Without a
+    display, MuJoCo is first set to render off-screen
+    (:func:`~tianshou.evaluation.video.select_offscreen_rendering`).
     """
     select_offscreen_rendering()
+    with torch_threads_from_args(args):
+        return _run(args, algo_name, build, train, obs_norm)
+
+
+def _run(
+    args: argparse.Namespace,
+    algo_name: str,
+    build: Callable[[argparse.Namespace, gym.Env], TAlgorithm],
+    train: TrainFn,
+    obs_norm: bool,
+) -> InfoStats | CollectStats:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     window = args.watch and has_display()
     env, train_envs, test_envs = make_mujoco_env(
         args.task,
         args.seed,
-        args.num_train_envs,
+        args.num_training_envs,
         args.num_test_envs,
         obs_norm=obs_norm,
         backend=args.backend,
@@ -95,7 +113,15 @@ def run_experiment(
             print(f"mean return {stats.returns.mean():.1f} over {len(stats.returns)} episodes")
             return stats
         result = train(algorithm, train_envs, test_collector, log_path, args)
-        print(result)
+        report_training(
+            task=args.task,
+            algorithm=algo_name,
+            info=result,
+            final_test_return=final_test_return(test_collector, args.num_test_envs),
+            log_dir=log_path,
+            config=vars(args),
+            policy_path=os.path.join(log_path, POLICY_FILE),
+        )
         return result
     finally:
         train_envs.close()
@@ -143,10 +169,12 @@ def train_off_policy(
             collection_step_num_env_steps=args.collection_step_num_env_steps,
             test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
-            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            update_step_num_gradient_steps_per_sample=args.update_step_num_gradient_steps_per_sample,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
             save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args, buffer),
-            logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
+            logger=logger_from_args(
+                args, log_path, os.path.relpath(log_path, args.persistence_base_dir)
+            ),
             resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
         )
@@ -179,7 +207,9 @@ def train_on_policy(
             batch_size=args.batch_size,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
             save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
-            logger=logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir)),
+            logger=logger_from_args(
+                args, log_path, os.path.relpath(log_path, args.persistence_base_dir)
+            ),
             resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
         )

@@ -100,7 +100,7 @@ def atari_envs(args: argparse.Namespace) -> Iterator[AtariEnvs]:
     env, train_envs, test_envs = make_atari_env(
         args.task,
         args.seed,
-        args.num_train_envs,
+        args.num_training_envs,
         args.num_test_envs,
         scale=0,
         frame_stack=args.frames_stack,

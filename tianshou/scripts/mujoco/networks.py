@@ -1,7 +1,9 @@
-"""The networks and policies of the procedural MuJoCo scripts, sized by ``--hidden-sizes``.
+"""The networks and policies of the procedural MuJoCo scripts, sized by ``--hidden-sizes``,
+and the entropy coefficient of the maximum-entropy ones.
 
 Off-policy actors and critics use ReLU layers; the on-policy scripts' actor-critic uses tanh
-layers initialised for on-policy learning (:func:`on_policy_actor_critic`).
+layers initialised for on-policy learning (:func:`on_policy_actor_critic`). The offline scripts
+use the same networks.
 """
 
 import argparse
@@ -13,8 +15,15 @@ import torch
 from torch import nn
 from torch.distributions import Distribution, Independent, Normal
 
+from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
 from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-from tianshou.algorithm.optim import LRSchedulerFactoryLinear, OptimizerFactory
+from tianshou.algorithm.modelfree.sac import AutoAlpha
+from tianshou.algorithm.optim import (
+    AdamOptimizerFactory,
+    LRSchedulerFactoryLinear,
+    OptimizerFactory,
+)
+from tianshou.exploration import GaussianNoise
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import (
     ContinuousActorDeterministic,
@@ -45,6 +54,16 @@ def deterministic_actor(args: argparse.Namespace, env: gym.Env) -> ContinuousAct
         preprocess_net=Net(state_shape=obs_shape, hidden_sizes=args.hidden_sizes),
         action_shape=act_shape,
     ).to(args.device)
+
+
+def deterministic_policy(args: argparse.Namespace, env: gym.Env) -> ContinuousDeterministicPolicy:
+    """The DDPG/TD3 policy on :func:`deterministic_actor`, exploring with Gaussian noise of std
+    ``--exploration-noise``."""
+    return ContinuousDeterministicPolicy(
+        actor=deterministic_actor(args, env),
+        exploration_noise=GaussianNoise(sigma=args.exploration_noise),
+        action_space=env.action_space,
+    )
 
 
 def q_critic(args: argparse.Namespace, env: gym.Env) -> ContinuousCritic:
@@ -123,4 +142,17 @@ def with_lr_decay(optim: OptimizerFactory, args: argparse.Namespace) -> Optimize
             epoch_num_steps=args.epoch_num_steps,
             collection_step_num_env_steps=args.collection_step_num_env_steps,
         )
+    )
+
+
+def entropy_alpha(args: argparse.Namespace, env: gym.Env) -> float | AutoAlpha:
+    """The entropy coefficient of ``args`` (options of
+    :func:`~tianshou.scripts.mujoco.cli.add_alpha_options`): ``--alpha`` fixed, or with
+    ``--auto-alpha`` tuned by Adam (``--alpha-lr``) towards an entropy of ``-dim(A)``."""
+    if not args.auto_alpha:
+        return float(args.alpha)
+    return AutoAlpha(
+        target_entropy=-float(np.prod(env.action_space.shape)),  # type: ignore[arg-type]
+        log_alpha=0.0,
+        optim=AdamOptimizerFactory(lr=args.alpha_lr),
     )

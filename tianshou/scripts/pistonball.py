@@ -1,5 +1,5 @@
-"""The Pistonball game as the pettingzoo scripts learn it: small grayscale views, a reward
-for every move, and the team's return.
+"""The Pistonball game as the pettingzoo scripts (``examples/pettingzoo/pistonball*.py``) learn
+it: small grayscale views, a reward for every move, and the team's return.
 
 :class:`PistonView` makes the game cheap to learn from on a CPU: each piston's crop of the screen
 becomes a small grayscale image (48x12 by default), and each move is paid the team's reward for

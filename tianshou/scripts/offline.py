@@ -1,19 +1,20 @@
-"""What the offline example scripts share: the Minari data set, command line, test envs,
-training and evaluation in D4RL-normalised scores.
+"""What the offline example scripts (``examples/offline/``) share: the Minari data set,
+command line, test envs, training and evaluation in D4RL-normalised scores.
 
 Every script (``minari_<algo>.py``) builds its parser with :func:`common_parser`, its algorithm
 with its own ``build_<algo>(args, env)``, and hands both to :func:`run_offline`, which loads the
 data set, trains the algorithm on it without ever stepping an env for training data (or, with
 ``--watch``, only evaluates a saved policy), tests it on the data set's env and writes
-everything under ``--logdir/<dataset>/<algo>/<seed>``.
+everything under ``--persistence-base-dir/<dataset>/<algo>/<seed>``, ending with the run's
+summary and result file (:func:`~tianshou.scripts.summary.report_training`).
 
 The data sets are Minari's (``mujoco/<task>/{expert,medium,simple}-v0``, ...), read from
 ``$MINARI_DATASETS_PATH`` (default ``~/.minari/datasets``); fetch one once with
 ``minari download mujoco/hopper/expert-v0``. Test returns are reported as D4RL-normalised
 scores (0: a random policy, 100: the data set's expert), the measure offline RL papers report.
 
-The networks and saving come from the MuJoCo examples (``examples.mujoco.networks`` and
-``examples.mujoco.persistence``).
+The networks come from the MuJoCo scripts (:mod:`tianshou.scripts.mujoco.networks`), the saving
+and loading from :mod:`tianshou.scripts.persistence`.
 """
 
 import argparse
@@ -29,13 +30,24 @@ from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Collector, CollectStats, InfoStats, ReplayBuffer
 from tianshou.data.minari import load_minari_buffer, load_minari_dataset, minari_normalized_score
 from tianshou.env import BaseVectorEnv, DummyVectorEnv, SubprocVectorEnv, VectorEnvNormObs
+from tianshou.scripts.mujoco.cli import add_alpha_options
+from tianshou.scripts.mujoco.networks import (
+    deterministic_actor,
+    entropy_alpha,
+    probabilistic_actor,
+    q_critic,
+)
+from tianshou.scripts.persistence import POLICY_FILE, load_algorithm, save_algorithm
+from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OfflineTrainerParams
+from tianshou.utils.cli import (
+    ArgumentParser,
+    add_logger_options,
+    add_torch_threads_option,
+    logger_from_args,
+    torch_threads_from_args,
+)
 from tianshou.utils.statistics import RunningMeanStd
-
-from examples.mujoco.mujoco_sac import add_alpha_options, entropy_alpha
-from examples.mujoco.networks import deterministic_actor, probabilistic_actor, q_critic
-from examples.mujoco.persistence import load_algorithm, save_algorithm
-from examples.script_cli import ArgumentParser, add_logger_options, logger_from_args
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -70,7 +82,7 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epoch", type=int, default=200, help="number of epochs")
-    parser.add_argument("--update-per-epoch", type=int, default=5000, help="updates per epoch")
+    parser.add_argument("--epoch-num-steps", type=int, default=5000, help="updates per epoch")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--hidden-sizes", type=int, nargs="*", default=[256, 256])
     parser.add_argument("--gamma", type=float, default=0.99)
@@ -82,12 +94,17 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     )
     parser.add_argument("--num-test-envs", type=int, default=10, help="also test episodes")
     parser.add_argument("--backend", default="auto", choices=["auto", "dummy", "subproc"])
-    parser.add_argument("--logdir", default="log")
+    parser.add_argument(
+        "--persistence-base-dir",
+        default="log",
+        help="runs write their log, policy and result file to <this>/<dataset>/<algo>/<seed>",
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
     add_logger_options(parser, wandb_project="offline.benchmark")
     parser.add_argument("--watch", action="store_true", help="only evaluate the loaded policy")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_torch_threads_option(parser)
     parser.set_known_defaults(**defaults)
     return parser
 
@@ -205,8 +222,9 @@ def report(stats: CollectStats, score: Callable[[CollectStats], float] | None) -
 
 # ---------------------------------------------------------------------------- running
 def log_dir(args: argparse.Namespace, algo_name: str) -> str:
-    """``--logdir/<dataset>/<algo>/<seed>``: where a run's log and policy go."""
-    return os.path.join(args.logdir, args.dataset, algo_name, str(args.seed))
+    """``--persistence-base-dir/<dataset>/<algo>/<seed>``: where a run's log, policy and result
+    file go."""
+    return os.path.join(args.persistence_base_dir, args.dataset, algo_name, str(args.seed))
 
 
 def run_offline(
@@ -214,12 +232,23 @@ def run_offline(
     algo_name: str,
     build: Callable[[argparse.Namespace, gym.Env], TAlgorithm],
 ) -> InfoStats | CollectStats:
-    """Train ``build(args, env)`` on ``--dataset`` or, with ``--watch``, evaluate it.
+    """Train ``build(args, env)`` on ``--dataset`` or, with ``--watch``, evaluate it, with
+    torch's thread count of ``--torch-threads``.
 
     With ``--resume-path`` the saved state (networks, optimisers, observation statistics) is
     loaded first. Training tests ``--num-test-envs`` episodes after every epoch, keeps the
-    policy with the best normalised score in ``<log dir>/policy.pth`` and prints that score.
+    policy with the best normalised score in ``<log dir>/policy.pth``, prints that score and
+    ends with the run's summary.
     """
+    with torch_threads_from_args(args):
+        return _run(args, algo_name, build)
+
+
+def _run(
+    args: argparse.Namespace,
+    algo_name: str,
+    build: Callable[[argparse.Namespace, gym.Env], TAlgorithm],
+) -> InfoStats | CollectStats:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     dataset = open_dataset(args.dataset)
@@ -242,13 +271,15 @@ def run_offline(
             report(stats, score)
             return stats
         log_path = log_dir(args, algo_name)
-        logger = logger_from_args(args, log_path, os.path.relpath(log_path, args.logdir))
+        logger = logger_from_args(
+            args, log_path, os.path.relpath(log_path, args.persistence_base_dir)
+        )
         result = algorithm.run_training(
             OfflineTrainerParams(
                 buffer=training_buffer(buffer, algorithm, obs_rms),
                 test_collector=test_collector,
                 max_epochs=args.epoch,
-                epoch_num_steps=args.update_per_epoch,
+                epoch_num_steps=args.epoch_num_steps,
                 test_step_num_episodes=args.num_test_envs,
                 batch_size=args.batch_size,
                 compute_score_fn=score,
@@ -258,11 +289,19 @@ def run_offline(
                 show_progress=not args.no_progress,
             )
         )
-        print(result)
         best = f"best mean return {result.best_reward:.1f}"
         if score is not None:
             best = f"best normalised score {result.best_score:.1f} ({best})"
         print(best)
+        report_training(
+            task=args.dataset,
+            algorithm=algo_name,
+            info=result,
+            final_test_return=final_test_return(test_collector, args.num_test_envs),
+            log_dir=log_path,
+            config=vars(args),
+            policy_path=os.path.join(log_path, POLICY_FILE),
+        )
         return result
     finally:
         test_envs.close()

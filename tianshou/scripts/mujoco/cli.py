@@ -1,5 +1,6 @@
-"""The command line of the procedural MuJoCo scripts: the options they all share, and those
-of the off-policy and on-policy scripts, each with its published defaults.
+"""The command line of the procedural MuJoCo scripts: the options they all share, those of the
+off-policy and on-policy scripts, and those several scripts' algorithms share (SAC's entropy
+coefficient, NPG's natural gradient), each with its published defaults.
 
 A script builds its parser with :func:`off_policy_parser` or :func:`on_policy_parser` (passing
 its own defaults) and adds its algorithm's options.
@@ -10,8 +11,8 @@ from typing import Any
 
 import torch
 
-from examples.mujoco.persistence import CHECKPOINT_DIR
-from examples.script_cli import ArgumentParser, add_logger_options
+from tianshou.scripts.persistence import CHECKPOINT_DIR
+from tianshou.utils.cli import ArgumentParser, add_logger_options, add_torch_threads_option
 
 
 def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
@@ -27,7 +28,7 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     parser.add_argument(
         "--collection-step-num-env-steps", type=int, default=1, help="env steps/collection"
     )
-    parser.add_argument("--num-train-envs", type=int, default=1)
+    parser.add_argument("--num-training-envs", type=int, default=1)
     parser.add_argument("--num-test-envs", type=int, default=10, help="also test episodes")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--buffer-size", type=int, default=1_000_000)
@@ -36,7 +37,11 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     parser.add_argument(
         "--backend", default="auto", choices=["auto", "dummy", "subproc", "envpool"]
     )
-    parser.add_argument("--logdir", default="log")
+    parser.add_argument(
+        "--persistence-base-dir",
+        default="log",
+        help="runs write their log, policy and result file to <this>/<task>/<algo>/<seed>",
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
     parser.add_argument(
@@ -60,6 +65,7 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
     )
     parser.add_argument("--render", type=float, default=0.0, help="seconds between frames")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_torch_threads_option(parser)
     parser.set_known_defaults(**defaults)
     return parser
 
@@ -75,9 +81,14 @@ def off_policy_parser(description: str | None, **defaults: Any) -> ArgumentParse
         "--start-timesteps", type=int, default=10_000, help="uniformly random steps first"
     )
     parser.add_argument(
-        "--update-per-step", type=float, default=1.0, help="gradient steps per env step"
+        "--update-step-num-gradient-steps-per-sample",
+        type=float,
+        default=1.0,
+        help="gradient steps per env step",
     )
-    parser.add_argument("--n-step", type=int, default=1, help="n-step return horizon")
+    parser.add_argument(
+        "--n-step-return-horizon", type=int, default=1, help="n-step return horizon"
+    )
     parser.set_known_defaults(**defaults)
     return parser
 
@@ -89,7 +100,7 @@ def on_policy_parser(description: str | None, **defaults: Any) -> ArgumentParser
         description,
         hidden_sizes=[64, 64],
         buffer_size=4096,
-        num_train_envs=16,
+        num_training_envs=16,
         batch_size=99_999,
     )
     parser.add_argument("--lr", type=float, default=1e-3)
@@ -121,4 +132,33 @@ def on_policy_parser(description: str | None, **defaults: Any) -> ArgumentParser
         help="test with the mean action instead of sampling",
     )
     parser.set_known_defaults(**defaults)
+    return parser
+
+
+def add_alpha_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the entropy coefficient (SAC's, REDQ's and CQL's); see
+    :func:`~tianshou.scripts.mujoco.networks.entropy_alpha`."""
+    parser.add_argument("--alpha", type=float, default=0.2, help="fixed alpha (the default)")
+    parser.add_argument(
+        "--auto-alpha",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="tune alpha towards an entropy of -dim(A) instead of keeping --alpha",
+    )
+    parser.add_argument("--alpha-lr", type=float, default=3e-4)
+
+
+def npg_parser(description: str | None) -> ArgumentParser:
+    """:func:`on_policy_parser` with the options of NPG, which TRPO shares."""
+    parser = on_policy_parser(description, collection_step_num_env_steps=1024)
+    parser.add_argument("--gae-lambda", type=float, default=0.95)
+    parser.add_argument(
+        "--optim-critic-iters", type=int, default=20, help="critic steps per update"
+    )
+    parser.add_argument(
+        "--actor-step-size", type=float, default=0.1, help="natural-gradient step size"
+    )
+    parser.add_argument(
+        "--advantage-normalization", action=argparse.BooleanOptionalAction, default=True
+    )
     return parser

@@ -5,7 +5,7 @@ import argparse
 
 import torch
 
-from examples.script_cli import ArgumentParser, add_logger_options
+from tianshou.utils.cli import ArgumentParser, add_logger_options, add_torch_threads_option
 
 
 def atari_parser(description: str, *, off_policy: bool) -> ArgumentParser:
@@ -31,10 +31,13 @@ def atari_parser(description: str, *, off_policy: bool) -> ArgumentParser:
     parser.add_argument("--collection-step-num-env-steps", type=int, default=10)
     if off_policy:
         parser.add_argument(
-            "--update-per-step", type=float, default=0.1, help="gradient steps per env step"
+            "--update-step-num-gradient-steps-per-sample",
+            type=float,
+            default=0.1,
+            help="gradient steps per env step",
         )
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--num-train-envs", type=int, default=10)
+    parser.add_argument("--num-training-envs", type=int, default=10)
     parser.add_argument("--num-test-envs", type=int, default=10)
     parser.add_argument("--frames-stack", type=int, default=4)
     parser.add_argument(
@@ -43,7 +46,11 @@ def atari_parser(description: str, *, off_policy: bool) -> ArgumentParser:
         default=None,
         help="truncate every episode after this many agent steps (default: the game's limit)",
     )
-    parser.add_argument("--logdir", default="log")
+    parser.add_argument(
+        "--persistence-base-dir",
+        default="log",
+        help="runs write their log, policy and result file to <this>/<task>/<algo>/<seed>",
+    )
     parser.add_argument(
         "--render", type=float, default=0.0, help="with --watch: seconds between rendered frames"
     )
@@ -59,6 +66,7 @@ def atari_parser(description: str, *, off_policy: bool) -> ArgumentParser:
             "to this HDF5 file (e.g. as an offline data set)",
         )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_torch_threads_option(parser)
     return parser
 
 
@@ -67,7 +75,7 @@ def add_q_learning_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eps-test", type=float, default=0.005)
     parser.add_argument("--eps-train", type=float, default=1.0)
     parser.add_argument("--eps-train-final", type=float, default=0.05)
-    parser.add_argument("--n-step", type=int, default=3)
+    parser.add_argument("--n-step-return-horizon", type=int, default=3)
     parser.add_argument("--target-update-freq", type=int, default=500)
 
 

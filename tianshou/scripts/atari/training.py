@@ -1,7 +1,7 @@
 """Running an Atari script: load ``--resume-path``, then either evaluate the policy
 (:func:`watch`, with ``--watch``) or train it (:func:`create_logger`, then
-:func:`train_off_policy` or the script's own on-policy loop); :func:`run_q_learning` is the whole
-run of the epsilon-greedy Q-learning scripts.
+:func:`train_off_policy` or the script's own on-policy loop, ending with :func:`report_run`);
+:func:`run_q_learning` is the whole run of the epsilon-greedy Q-learning scripts.
 """
 
 import argparse
@@ -20,12 +20,13 @@ from tianshou.data import (
     PrioritizedVectorReplayBuffer,
     VectorReplayBuffer,
 )
+from tianshou.scripts.atari.buffers import replay_buffer
+from tianshou.scripts.atari.envs import AtariEnvs, atari_envs
+from tianshou.scripts.persistence import POLICY_FILE
+from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams
+from tianshou.utils.cli import logger_from_args, torch_threads_from_args
 from tianshou.utils.logger.logger_base import BaseLogger
-
-from examples.atari.buffers import replay_buffer
-from examples.atari.envs import AtariEnvs, atari_envs
-from examples.script_cli import logger_from_args
 
 EPS_DECAY_STEPS = 1_000_000
 """Env steps over which the training epsilon decays linearly (Mnih et al. 2015: 1M frames)."""
@@ -43,10 +44,11 @@ def load_resume_path(algorithm: Algorithm, args: argparse.Namespace) -> None:
 
 
 def create_logger(args: argparse.Namespace, algo_name: str) -> tuple[BaseLogger, str]:
-    """The logger (``--logger``) writing to ``<logdir>/<task>/<algo_name>/<seed>``, and that
-    directory (where :func:`save_best_fn` saves the policy)."""
+    """The logger (``--logger-type``) writing to
+    ``<persistence-base-dir>/<task>/<algo_name>/<seed>``, and that directory (where
+    :func:`save_best_fn` saves the policy)."""
     run_name = os.path.join(args.task, algo_name, str(args.seed))
-    log_path = os.path.join(args.logdir, run_name)
+    log_path = os.path.join(args.persistence_base_dir, run_name)
     return logger_from_args(args, log_path, run_name), log_path
 
 
@@ -54,7 +56,7 @@ def save_best_fn(log_path: str) -> Callable[[Algorithm], None]:
     """Saves the algorithm's state as ``<log_path>/policy.pth`` (for ``--resume-path``)."""
 
     def save(algorithm: Algorithm) -> None:
-        torch.save(algorithm.state_dict(), os.path.join(log_path, "policy.pth"))
+        torch.save(algorithm.state_dict(), os.path.join(log_path, POLICY_FILE))
 
     return save
 
@@ -100,12 +102,14 @@ def train_off_policy(
     logger: BaseLogger,
     log_path: str,
     *,
+    algo_name: str,
     buffer: VectorReplayBuffer | PrioritizedVectorReplayBuffer | None = None,
     training_fn: Callable[[int, int], None] | None = None,
     test_fn: Callable[[int, int | None], None] | None = None,
 ) -> InfoStats:
-    """Train with the off-policy trainer after filling ``batch_size x num_train_envs`` random
-    transitions into the buffer (a uniform :func:`replay_buffer` unless ``buffer`` is given)."""
+    """Train with the off-policy trainer after filling ``batch_size x num_training_envs`` random
+    transitions into the buffer (a uniform :func:`replay_buffer` unless ``buffer`` is given),
+    then report the run as ``algo_name`` (:func:`report_run`)."""
     if buffer is None:
         buffer = replay_buffer(args, len(envs.train_envs))
     train_collector = Collector[CollectStats](
@@ -113,7 +117,7 @@ def train_off_policy(
     )
     test_collector = Collector[CollectStats](algorithm, envs.test_envs, exploration_noise=True)
     train_collector.reset()
-    train_collector.collect(n_step=args.batch_size * args.num_train_envs, random=True)
+    train_collector.collect(n_step=args.batch_size * args.num_training_envs, random=True)
     result = algorithm.run_training(
         OffPolicyTrainerParams(
             training_collector=train_collector,
@@ -123,7 +127,7 @@ def train_off_policy(
             collection_step_num_env_steps=args.collection_step_num_env_steps,
             test_step_num_episodes=args.num_test_envs,
             batch_size=args.batch_size,
-            update_step_num_gradient_steps_per_sample=args.update_per_step,
+            update_step_num_gradient_steps_per_sample=args.update_step_num_gradient_steps_per_sample,
             training_fn=training_fn,
             test_fn=test_fn,
             stop_fn=stop_fn(envs.env, args.task),
@@ -134,8 +138,28 @@ def train_off_policy(
             show_progress=not args.no_progress,
         )
     )
-    print(result)
+    report_run(result, test_collector, args, algo_name, log_path)
     return result
+
+
+def report_run(
+    result: InfoStats,
+    test_collector: Collector[CollectStats],
+    args: argparse.Namespace,
+    algo_name: str,
+    log_path: str,
+) -> None:
+    """Test the trained policy on ``--num-test-envs`` new episodes, then print the run's summary
+    and write its result file (:func:`~tianshou.scripts.summary.report_training`)."""
+    report_training(
+        task=args.task,
+        algorithm=algo_name,
+        info=result,
+        final_test_return=final_test_return(test_collector, args.num_test_envs),
+        log_dir=log_path,
+        config=vars(args),
+        policy_path=os.path.join(log_path, POLICY_FILE),
+    )
 
 
 def run_q_learning(
@@ -146,9 +170,10 @@ def run_q_learning(
     """The whole run of an epsilon-greedy Q-learning script (DQN, C51, QRDQN, IQN, FQF).
 
     Builds the algorithm with ``build``, loads ``--resume-path``, then either watches it or trains
-    it with the epsilon schedules of :func:`epsilon_greedy_fns`, logging under ``algo_name``.
+    it with the epsilon schedules of :func:`epsilon_greedy_fns`, logging under ``algo_name``;
+    torch uses ``--torch-threads`` threads meanwhile.
     """
-    with atari_envs(args) as envs:
+    with torch_threads_from_args(args), atari_envs(args) as envs:
         algorithm = build(args, envs)
         load_resume_path(algorithm, args)
         if args.watch:
@@ -156,7 +181,14 @@ def run_q_learning(
         logger, log_path = create_logger(args, algo_name)
         training_fn, test_fn = epsilon_greedy_fns(algorithm.policy, args, logger)
         return train_off_policy(
-            algorithm, envs, args, logger, log_path, training_fn=training_fn, test_fn=test_fn
+            algorithm,
+            envs,
+            args,
+            logger,
+            log_path,
+            algo_name=algo_name,
+            training_fn=training_fn,
+            test_fn=test_fn,
         )
 
 

@@ -1,4 +1,9 @@
-"""The command line of the high-level example scripts (``*_hl.py``).
+"""The command line of the high-level example scripts (``*_hl.py``): a function's keyword
+parameters become its options.
+
+It lives in the installed package, not beside the scripts, so that a script runs the same way
+from any folder (``python examples/mujoco/mujoco_sac_hl.py``, from ``examples/mujoco``, or as
+``python -m examples.mujoco.mujoco_sac_hl``), and so that scripts of your own can reuse it.
 
 Each of those scripts is a function ``main(task=..., epoch=..., ...)`` whose keyword defaults
 are the benchmark hyper-parameters, and ends with::
@@ -7,8 +12,9 @@ are the benchmark hyper-parameters, and ends with::
         run_cli(main)
 
 :func:`run_cli` turns every parameter of ``main`` into an option, spelt with dashes or with
-underscores (``--epoch-num-steps 1000`` or ``--epoch_num_steps 1000``), parsed by the
-parameter's type annotation (an enum's members by name, in any case:
+underscores (``--epoch-num-steps 1000`` or ``--epoch_num_steps 1000``) and under the older
+published names of :data:`~tianshou.utils.cli.PUBLISHED_NAMES` (``--step-per-epoch``), parsed by
+the parameter's type annotation (an enum's members by name, in any case:
 ``--experiment_launcher joblib``); options not given keep ``main``'s defaults. ``--help`` lists
 them with the ``:param name:`` lines of ``main``'s docstring.
 
@@ -19,6 +25,9 @@ them with the ``:param name:`` lines of ``main``'s docstring.
 same names; options given on the command line still win.
 
     python -m examples.mujoco.mujoco_ppo_hl --config-file log/hpo/ppo/best_config.json
+
+``--torch-threads N`` (not a parameter of ``main``) sets torch's intra-op thread count while
+``main`` runs (see :func:`~tianshou.utils.cli.add_torch_threads_option`).
 """
 
 import argparse
@@ -32,10 +41,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from examples.script_cli import parse_flag
+from tianshou.utils.cli import (
+    ArgumentParser,
+    add_torch_threads_option,
+    parse_flag,
+    torch_threads_from_args,
+)
 
 CONFIG_FILE_DEST = "config_file"
 """Where the parser puts ``--config-file`` (not a parameter of ``main``)."""
+
+TORCH_THREADS_DEST = "torch_threads"
+"""Where the parser puts ``--torch-threads`` (not a parameter of ``main``)."""
 
 
 @dataclass(frozen=True)
@@ -122,49 +139,48 @@ def _param_docs(fn: Callable[..., Any]) -> dict[str, str]:
     return docs
 
 
-def _option_names(name: str) -> list[str]:
-    dashed = "--" + name.replace("_", "-")
-    underscored = "--" + name
-    return [dashed] if dashed == underscored else [dashed, underscored]
-
-
 def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
     """The parser of ``main``'s keyword parameters (see the module docstring).
 
     Options not given are absent from the parsed namespace, so that ``main`` applies its own
     defaults. Boolean parameters are switched with ``--flag`` / ``--no-flag`` (``--no_flag``).
+    Each option is also accepted by its older published names
+    (:data:`~tianshou.utils.cli.PUBLISHED_NAMES`); a parameter named by an older name is a
+    ValueError, so that all scripts share one vocabulary.
 
     :param main: the function whose parameters become options; all need defaults.
     """
     description = (inspect.getdoc(main) or "").split("\n\n")[0]
-    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
+    parameters = inspect.signature(main).parameters
+    if TORCH_THREADS_DEST in parameters:
+        raise TypeError(f"main may not have a parameter {TORCH_THREADS_DEST}: run_cli owns it")
+    parser = ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
     hints = typing.get_type_hints(main)
     docs = _param_docs(main)
-    for name, param in inspect.signature(main).parameters.items():
+    for name, param in parameters.items():
         if param.default is inspect.Parameter.empty:
             raise TypeError(f"run_cli needs a default for every parameter of main; {name} has none")
+        option = "--" + name.replace("_", "-")
         help_text = f"{docs.get(name, '')} (default: {param.default})".strip()
         annotation = hints.get(name, type(param.default))
         if annotation is bool:
+            parser.add_argument(option, dest=name, action="store_true", help=help_text)
             parser.add_argument(
-                *_option_names(name), dest=name, action="store_true", help=help_text
-            )
-            parser.add_argument(
-                *_option_names("no_" + name), dest=name, action="store_false", help=f"not --{name}"
+                "--no-" + option[2:], dest=name, action="store_false", help=f"not {option}"
             )
             continue
         spec = _option_spec(annotation)
         parser.add_argument(
-            *_option_names(name),
+            option,
             dest=name,
             type=spec.convert,
             nargs=spec.nargs,
             metavar=spec.metavar,
             help=help_text,
         )
+    add_torch_threads_option(parser)
     parser.add_argument(
         "--config-file",
-        "--config_file",
         dest=CONFIG_FILE_DEST,
         metavar="FILE",
         help="a best_config.json of a hyper-parameter search: its values as defaults",
@@ -189,8 +205,9 @@ def _values_of_config_file(
 def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
     """Call ``main`` with the keyword arguments given on the command line, and return its result.
 
-    Also sends log messages of level INFO and above to stderr, so that the experiment's progress
-    (e.g. where it saves the policy) is visible.
+    ``main`` runs with torch's intra-op thread count of ``--torch-threads`` (printed once, and
+    restored afterwards). Also sends log messages of level INFO and above to stderr, so that the
+    experiment's progress (e.g. where it saves the policy) is visible.
 
     :param main: the script's entry point (see the module docstring).
     :param argv: the arguments; None reads ``sys.argv[1:]``.
@@ -198,9 +215,11 @@ def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
     parser = build_parser(main)
     kwargs = vars(parser.parse_args(argv))
     config_file = kwargs.pop(CONFIG_FILE_DEST, None)
+    threads = argparse.Namespace(torch_threads=kwargs.pop(TORCH_THREADS_DEST))
     if config_file is not None:
         kwargs = _values_of_config_file(parser, main, config_file) | kwargs
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    return main(**kwargs)
+    with torch_threads_from_args(threads):
+        return main(**kwargs)

@@ -1,10 +1,11 @@
-"""Saving and restoring a MuJoCo run: the algorithm's state, the observation statistics and,
-in an off-policy run's checkpoints, the replay buffer.
+"""Saving and restoring a procedural script's run: the algorithm's state, the observation
+statistics of observation-normalising envs and, in an off-policy run's checkpoints, the replay
+buffer.
 
-A policy trained on normalised observations is only valid with the statistics it was trained
-on, so they are saved next to the policy (:data:`OBS_RMS_FILE`, plain arrays whose loading runs
-no code) by the procedural scripts (:func:`save_algorithm`, :func:`checkpoint_saver`) and by the
-high-level ones (:class:`MujocoEnvObsRmsPersistence`).
+Shared by the MuJoCo and offline example scripts (and the benchmark runners), so that a policy
+saved by one is loaded the same way by another. A policy trained on normalised observations is
+only valid with the statistics it was trained on, so they are saved next to the policy
+(:data:`~tianshou.env.obs_norm_file.OBS_RMS_FILE`, plain arrays whose loading runs no code).
 
 An off-policy run resumed from a checkpoint continues with the transitions it had collected, so
 its checkpoints also hold the replay buffer (:data:`BUFFER_FILE`, see :func:`save_replay_buffer`):
@@ -15,54 +16,20 @@ import argparse
 import os
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import torch
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import VectorReplayBuffer
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
-from tianshou.highlevel.persistence import Persistence, PersistEvent, RestoreEvent
-from tianshou.highlevel.world import World
+from tianshou.env.obs_norm_file import OBS_RMS_FILE, array_obs_rms, load_obs_rms, save_obs_rms
 from tianshou.utils.statistics import RunningMeanStd
 
 POLICY_FILE = "policy.pth"
-OBS_RMS_FILE = "obs_rms.npz"
+"""The file name of a saved algorithm state (networks and optimisers)."""
 CHECKPOINT_DIR = "checkpoint"
+"""The folder of a run's log directory that holds its latest checkpoint."""
 BUFFER_FILE = "buffer.hdf5"
-
-
-def array_obs_rms(envs: VectorEnvNormObs) -> RunningMeanStd:
-    """The observation statistics of ``envs``, which normalise MuJoCo's array observations
-    (one :class:`RunningMeanStd`, not the per-key statistics of dict observations)."""
-    obs_rms = envs.get_obs_rms()
-    if not isinstance(obs_rms, RunningMeanStd):
-        raise TypeError(f"expected statistics of array observations, got {type(obs_rms).__name__}")
-    return obs_rms
-
-
-def save_obs_rms(obs_rms: RunningMeanStd, path: str) -> None:
-    """Write observation statistics as plain arrays (``.npz``; loading them runs no code)."""
-    np.savez(
-        path,
-        mean=np.asarray(obs_rms.mean, dtype=np.float64),
-        var=np.asarray(obs_rms.var, dtype=np.float64),
-        count=np.asarray(obs_rms.count, dtype=np.float64),
-        clip_max=np.asarray(obs_rms.clip_max or 0.0, dtype=np.float64),
-        eps=np.asarray(obs_rms.eps, dtype=np.float64),
-    )
-
-
-def load_obs_rms(path: str) -> RunningMeanStd:
-    """Read statistics written by :func:`save_obs_rms`."""
-    with np.load(path, allow_pickle=False) as data:
-        obs_rms = RunningMeanStd(
-            mean=data["mean"],
-            std=data["var"],
-            clip_max=float(data["clip_max"]) or None,
-            epsilon=float(data["eps"]),
-        )
-        obs_rms.count = float(data["count"])  # type: ignore[assignment]
-    return obs_rms
+"""The file name of a checkpoint's replay buffer."""
 
 
 def save_algorithm(algorithm: Algorithm, train_envs: BaseVectorEnv, log_path: str) -> None:
@@ -160,37 +127,3 @@ def checkpoint_saver(
         return os.path.join(directory, POLICY_FILE)
 
     return save
-
-
-class MujocoEnvObsRmsPersistence(Persistence):
-    """Saves the training envs' observation statistics with the policy, and restores them.
-
-    A policy trained on normalised observations is only valid with the statistics it was
-    trained on; they are written next to the policy as :data:`OBS_RMS_FILE` (plain arrays,
-    see :func:`save_obs_rms`) and, on restoring, given to all of the world's
-    observation-normalising envs.
-    """
-
-    FILENAME = OBS_RMS_FILE
-
-    def persist(self, event: PersistEvent, world: World) -> None:
-        if event != PersistEvent.PERSIST_POLICY:
-            return
-        training_envs = world.envs.training_envs
-        if not isinstance(training_envs, VectorEnvNormObs):
-            raise TypeError(
-                f"{type(self).__name__} needs observation-normalising training envs "
-                f"(VectorEnvNormObs), got {type(training_envs).__name__}"
-            )
-        path = world.persist_path(self.FILENAME)
-        tmp_path = path[: -len(".npz")] + ".tmp.npz"  # np.savez keeps a .npz suffix as is
-        save_obs_rms(array_obs_rms(training_envs), tmp_path)
-        os.replace(tmp_path, path)
-
-    def restore(self, event: RestoreEvent, world: World) -> None:
-        if event != RestoreEvent.RESTORE_POLICY:
-            return
-        obs_rms = load_obs_rms(world.restore_path(self.FILENAME))
-        for venv in (world.envs.training_envs, world.envs.test_envs, world.envs.watch_env):
-            if isinstance(venv, VectorEnvNormObs):
-                venv.set_obs_rms(obs_rms)
