@@ -22,6 +22,7 @@ from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
     EpochTrainCallbackDQNEpsLinearDecay,
 )
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -51,6 +52,7 @@ def main(
     icm_lr_scale: float = 0.0,
     icm_reward_scale: float = 0.01,
     icm_forward_loss_weight: float = 0.2,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train DQN on the Atari game ``task`` and return the experiment's result.
 
@@ -66,12 +68,15 @@ def main(
         over the first 1M env steps.
     :param n_step_return_horizon: n-step return horizon.
     :param icm_lr_scale: > 0: add an intrinsic curiosity module, its loss scaled by this.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     builder = (
         DQNExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

@@ -20,6 +20,7 @@ from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
     EpochTrainCallbackDQNEpsLinearDecay,
 )
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -51,6 +52,7 @@ def main(
     target_sample_size: int = 8,
     num_cosines: int = 64,
     hidden_sizes: Sequence[int] = (512,),
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train IQN on the Atari game ``task`` and return the experiment's result.
 
@@ -70,12 +72,15 @@ def main(
     :param target_sample_size: fractions of the target quantiles in the loss.
     :param num_cosines: cosines embedding each fraction.
     :param hidden_sizes: hidden layers of the quantile head.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     return (
         IQNExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

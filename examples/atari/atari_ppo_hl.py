@@ -20,6 +20,7 @@ from tianshou.highlevel.params.algorithm_params import PPOParams
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactoryIntrinsicCuriosity
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
 from tianshou.highlevel.params.optim import OptimizerFactoryFactoryAdam
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -56,6 +57,7 @@ def main(
     icm_lr_scale: float = 0.0,
     icm_reward_scale: float = 0.01,
     icm_forward_loss_weight: float = 0.2,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train PPO on the Atari game ``task`` and return the experiment's result.
 
@@ -70,8 +72,11 @@ def main(
     :param hidden_size: width of the layer on the shared Nature-DQN torso (and of the ICM's).
     :param lr_decay: decay the learning rate linearly to 0 over the run.
     :param icm_lr_scale: > 0: add an intrinsic curiosity module, its loss scaled by this.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     training_config = OnPolicyTrainingConfig(
+        torch_threads=torch_threads,
         max_epochs=epoch,
         epoch_num_steps=epoch_num_steps,
         batch_size=batch_size,

@@ -19,6 +19,7 @@ from tianshou.highlevel.experiment import (
 )
 from tianshou.highlevel.params.algorithm_params import DiscreteSACParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -47,6 +48,7 @@ def main(
     num_training_envs: int = 10,
     num_test_envs: int = 10,
     frames_stack: int = 4,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train discrete SAC on the Atari game ``task`` and return the experiment's result.
 
@@ -62,12 +64,15 @@ def main(
     :param alpha: the entropy coefficient, unless ``auto_alpha``.
     :param auto_alpha: tune the entropy coefficient towards 0.98 x log(number of actions).
     :param hidden_size: width of the layer on the shared Nature-DQN torso.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     return (
         DiscreteSACExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

@@ -15,6 +15,7 @@ from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
 from tianshou.highlevel.params.algorithm_params import DQNParams
 from tianshou.highlevel.trainer import EpochStopCallbackRewardThreshold
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -43,6 +44,7 @@ def main(
     eps_train: float = 0.3,
     eps_test: float = 0.0,
     reward_threshold: float = 195,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train DQN on ``task`` and return the experiment's result.
 
@@ -59,6 +61,8 @@ def main(
     :param eps_train: exploration rate while collecting training data.
     :param eps_test: exploration rate in test episodes.
     :param reward_threshold: stop training once the mean test return reaches this.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     return (
         DQNExperimentBuilder(
@@ -72,6 +76,7 @@ def main(
                 watch_num_episodes=watch_num_episodes,
             ),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

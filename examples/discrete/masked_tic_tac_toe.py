@@ -8,10 +8,12 @@ loss -1 and a draw 0, so a random legal player (moving first) averages about 0.3
 
     python examples/discrete/masked_tic_tac_toe.py
     python examples/discrete/masked_tic_tac_toe.py --algorithm ppo --seed 1
+    python examples/discrete/masked_tic_tac_toe.py --algorithm dqn --watch \
+        --resume-path log/masked_tic_tac_toe/dqn/0/policy.pth
 """
 
 import argparse
-import time
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,11 +27,12 @@ from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Collector, CollectStats, VectorReplayBuffer
 from tianshou.env import DummyVectorEnv
+from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+from tianshou.utils.cli import ArgumentParser, add_torch_threads_option, torch_threads_from_args
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
 from tianshou.utils.space_info import SpaceInfo
-from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS, torch_threads
 
 LINES = np.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]]
@@ -126,22 +129,44 @@ def build_ppo(args: argparse.Namespace) -> PPO:
     )
 
 
+TASK = "masked_tic_tac_toe"
+FINAL_TEST_GAMES = 200
+
+
 def train(name: str, args: argparse.Namespace) -> float:
-    """Train ``name`` ("dqn" or "ppo") and return the mean return of the final test."""
+    """Train ``name`` ("dqn" or "ppo"), save its best policy, print the run's summary and
+    return the final policy's mean return over :data:`FINAL_TEST_GAMES` new games."""
     torch.manual_seed(args.seed)
     algorithm: Algorithm = build_dqn(args) if name == "dqn" else build_ppo(args)
-    training_envs, test_envs = make_envs(8, args.seed), make_envs(10, args.seed + 100)
-    buffer = VectorReplayBuffer(20_000, 8)
-    training = Collector[CollectStats](algorithm, training_envs, buffer, exploration_noise=True)
-    test = Collector[CollectStats](algorithm, test_envs)
+    if args.resume_path is not None:
+        algorithm.load_state_dict(torch.load(args.resume_path, weights_only=True))
+        print(f"loaded {args.resume_path}")
+    test = Collector[CollectStats](algorithm, make_envs(10, args.seed + 100))
+    if args.watch:
+        score = final_test_return(test, FINAL_TEST_GAMES)
+        print(
+            f"{name.upper()} from {args.resume_path}: mean return {score:.3f} over "
+            f"{FINAL_TEST_GAMES} games"
+        )
+        return score
+    log_dir = os.path.join(args.persistence_base_dir, TASK, name, str(args.seed))
+    policy_path = os.path.join(log_dir, "policy.pth")
+    training = Collector[CollectStats](
+        algorithm, make_envs(8, args.seed), VectorReplayBuffer(20_000, 8), exploration_noise=True
+    )
+
+    def save_best(algorithm: Algorithm) -> None:
+        os.makedirs(log_dir, exist_ok=True)
+        torch.save(algorithm.state_dict(), policy_path)
+
     common: dict[str, Any] = {
         "training_collector": training,
         "test_collector": test,
         "max_epochs": args.epoch,
         "epoch_num_steps": args.epoch_num_steps,
         "test_step_num_episodes": 100,
+        "save_best_fn": save_best,
         "show_progress": not args.no_progress,
-        "verbose": True,
     }
     if name == "dqn":
         params: OffPolicyTrainerParams | OnPolicyTrainerParams = OffPolicyTrainerParams(
@@ -157,18 +182,22 @@ def train(name: str, args: argparse.Namespace) -> float:
             update_step_num_repetitions=4,
             batch_size=128,
         )
-    algorithm.run_training(params)
-    test.reset()
-    final = test.collect(n_episode=200)
-    assert final.returns_stat is not None
-    return float(final.returns_stat.mean)
+    info = algorithm.run_training(params)
+    score = final_test_return(test, FINAL_TEST_GAMES)
+    report_training(
+        task=TASK,
+        algorithm=name,
+        info=info,
+        final_test_return=score,
+        log_dir=log_dir,
+        config=vars(args),
+        policy_path=policy_path,
+    )
+    return score
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    parser = ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--algorithm", choices=["dqn", "ppo", "both"], default="both")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epoch", type=int, default=5, help="number of epochs")
@@ -176,26 +205,28 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hidden-sizes", type=int, nargs="*", default=[128, 128])
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--gamma", type=float, default=0.95)
-    parser.add_argument("--torch-threads", type=int, default=DEFAULT_TORCH_THREADS)
+    parser.add_argument("--persistence-base-dir", default="log", help="where the runs write")
+    parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
+    parser.add_argument(
+        "--watch", action="store_true", help="only test the loaded policy (--resume-path)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    return parser.parse_args(argv)
+    add_torch_threads_option(parser)
+    args = parser.parse_args(argv)
+    if args.algorithm == "both" and (args.resume_path or args.watch):
+        parser.error("--resume-path and --watch need one --algorithm (dqn or ppo)")
+    if args.watch and args.resume_path is None:
+        parser.error("--watch tests a saved policy: give its --resume-path")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    """Train (or, with ``--watch``, test) the chosen algorithms; return each one's final mean
+    return."""
     args = get_args(argv)
     names = ["dqn", "ppo"] if args.algorithm == "both" else [args.algorithm]
-    results = {}
-    with torch_threads(args.torch_threads) as threads:
-        print(f"torch: {threads} intra-op thread(s) (--torch-threads)")
-        for name in names:
-            start = time.perf_counter()
-            results[name] = train(name, args)
-            print(
-                f"{name.upper()} on masked tic-tac-toe: final mean test return "
-                f"{results[name]:.3f} over 200 games ({time.perf_counter() - start:.0f} s; "
-                "a random legal player: about 0.3)"
-            )
-    return results
+    with torch_threads_from_args(args):
+        return {name: train(name, args) for name in names}
 
 
 if __name__ == "__main__":

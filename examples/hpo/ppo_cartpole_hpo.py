@@ -40,6 +40,7 @@ def main(
     epoch_num_steps: int = 5000,
     num_training_envs: int = 4,
     num_test_envs: int = 5,
+    sampler_seed: int = 0,
 ) -> SearchResult:
     """Search PPO's hyper-parameters on CartPole-v1 with several seeds per trial.
 
@@ -57,6 +58,8 @@ def main(
     :param reevaluation_seeds: fresh seeds per re-run configuration.
     :param seed: the first search seed.
     :param epoch: epochs per run (a trial reports after each).
+    :param sampler_seed: seeds the sampler: the same command proposes the same trials (give
+        each process sharing a ``--storage`` its own).
     """
     template = ExperimentTemplate(
         binding=PPO_BINDING,
@@ -85,6 +88,7 @@ def main(
         launcher,
         top_k,
         reevaluation_seeds,
+        sampler_seed=sampler_seed,
     )
 
 

@@ -41,6 +41,7 @@ def main(
     epoch_num_steps: int = 3000,
     num_training_envs: int = 1,
     num_test_envs: int = 5,
+    sampler_seed: int = 0,
 ) -> SearchResult:
     """Search SAC's hyper-parameters on Pendulum-v1 with several seeds per trial.
 
@@ -58,6 +59,8 @@ def main(
     :param reevaluation_seeds: fresh seeds per re-run configuration.
     :param seed: the first search seed.
     :param epoch: epochs per run (a trial reports after each).
+    :param sampler_seed: seeds the sampler: the same command proposes the same trials (give
+        each process sharing a ``--storage`` its own).
     """
     template = ExperimentTemplate(
         binding=SAC_BINDING,
@@ -88,6 +91,7 @@ def main(
         launcher,
         top_k,
         reevaluation_seeds,
+        sampler_seed=sampler_seed,
     )
 
 

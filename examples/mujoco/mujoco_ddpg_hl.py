@@ -16,6 +16,7 @@ from tianshou.highlevel.experiment import DDPGExperimentBuilder, ExperimentConfi
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import DDPGParams
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -41,6 +42,7 @@ def main(
     num_training_envs: int = 1,
     num_test_envs: int = 10,
     exploration_noise: float = 0.1,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train DDPG on ``task`` with ``num_experiments`` seeds; return the result of the
     single run, or the training results of the seeds (then also evaluated with rliable).
@@ -53,12 +55,15 @@ def main(
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param start_timesteps: uniformly random env steps collected before training.
     :param exploration_noise: std of the Gaussian action noise, as a fraction of the max action.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     return (
         DDPGExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

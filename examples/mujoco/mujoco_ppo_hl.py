@@ -19,6 +19,7 @@ from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, PP
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import PPOParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -51,6 +52,7 @@ def main(
     value_clip: bool = False,
     advantage_normalization: bool = False,
     recompute_advantage: bool = True,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train PPO on ``task`` with ``num_experiments`` seeds; return the result of the
     single run, or the training results of the seeds (then also evaluated with rliable).
@@ -62,8 +64,11 @@ def main(
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param lr_decay: decay the learning rate linearly to 0 over the run.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     training_config = OnPolicyTrainingConfig(
+        torch_threads=torch_threads,
         max_epochs=epoch,
         epoch_num_steps=epoch_num_steps,
         batch_size=batch_size,

@@ -17,6 +17,7 @@ from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, RE
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import REDQParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -48,6 +49,7 @@ def main(
     alpha: float = 0.2,
     auto_alpha: bool = False,
     alpha_lr: float = 3e-4,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train REDQ on ``task`` with ``num_experiments`` seeds; return the result of the
     single run, or the training results of the seeds (then also evaluated with rliable).
@@ -63,12 +65,15 @@ def main(
     :param actor_delay: critic updates per actor update.
     :param alpha: the entropy coefficient, unless ``auto_alpha``.
     :param auto_alpha: tune the entropy coefficient towards an entropy of ``-dim(A)``.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     return (
         REDQExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

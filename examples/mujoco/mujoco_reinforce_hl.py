@@ -23,6 +23,7 @@ from tianshou.highlevel.experiment import (
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import ReinforceParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -46,6 +47,7 @@ def main(
     return_scaling: bool = True,
     lr_decay: bool = True,
     action_bound_method: Literal["clip", "tanh"] = "tanh",
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train REINFORCE on ``task`` with ``num_experiments`` seeds; return the result of the
     single run, or the training results of the seeds (then also evaluated with rliable).
@@ -59,8 +61,11 @@ def main(
     :param batch_size: minibatch size; None learns from each collection in one batch.
     :param lr_decay: decay the learning rate linearly to 0 over the run.
     :param return_scaling: standardise the returns.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     training_config = OnPolicyTrainingConfig(
+        torch_threads=torch_threads,
         max_epochs=epoch,
         epoch_num_steps=epoch_num_steps,
         batch_size=batch_size,

@@ -17,6 +17,7 @@ from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import TD3Params
 from tianshou.highlevel.params.env_param import MaxActionScaled
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -45,6 +46,7 @@ def main(
     policy_noise: float = 0.2,
     noise_clip: float = 0.5,
     update_actor_freq: int = 2,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train TD3 on ``task`` with ``num_experiments`` seeds; return the result of the
     single run, or the training results of the seeds (then also evaluated with rliable).
@@ -59,12 +61,15 @@ def main(
     :param exploration_noise: std of the Gaussian action noise, as a fraction of the max action.
     :param policy_noise: std of the target-action smoothing noise (fraction of the max action).
     :param noise_clip: clip of that noise (fraction of the max action).
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     return (
         TD3ExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
             ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
             OffPolicyTrainingConfig(
+                torch_threads=torch_threads,
                 max_epochs=epoch,
                 epoch_num_steps=epoch_num_steps,
                 batch_size=batch_size,

@@ -19,6 +19,7 @@ from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, TR
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import TRPOParams
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
+from tianshou.utils.torch_utils import DEFAULT_TORCH_THREADS
 
 
 def main(
@@ -49,6 +50,7 @@ def main(
     max_kl: float = 0.01,
     backtrack_coeff: float = 0.8,
     max_backtracks: int = 10,
+    torch_threads: int | None = DEFAULT_TORCH_THREADS,
 ) -> ExperimentResult | list[InfoStats | None]:
     """Train TRPO on ``task`` with ``num_experiments`` seeds; return the result of the
     single run, or the training results of the seeds (then also evaluated with rliable).
@@ -61,8 +63,11 @@ def main(
     :param watch: show (or, headless, run) a few episodes of each trained policy.
     :param batch_size: minibatch size; None learns from each collection in one batch.
     :param lr_decay: decay the learning rate linearly to 0 over the run.
+    :param torch_threads: torch's intra-op threads while the experiments run (None: torch's
+        default, one per core).
     """
     training_config = OnPolicyTrainingConfig(
+        torch_threads=torch_threads,
         max_epochs=epoch,
         epoch_num_steps=epoch_num_steps,
         batch_size=batch_size,

@@ -458,3 +458,51 @@ def test_every_script_has_a_command_line(module: str) -> None:
     # options not given are left to main's defaults; --torch-threads is run_cli's own
     assert vars(parser.parse_args([])) == {"torch_threads": 1}
     assert parser.parse_args(["--seed", "3"]).seed == 3
+
+
+def test_run_cli_hands_torch_threads_to_a_main_that_takes_it(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """The experiments of a high-level script apply TrainingConfig.torch_threads themselves,
+    so the command line's value must reach that field, not only the surrounding block."""
+    seen: dict[str, Any] = {}
+
+    def main(seed: int = 0, torch_threads: int | None = 1) -> None:
+        seen.update(seed=seed, torch_threads=torch_threads, during=torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    hl_cli.run_cli(main, ["--torch-threads", "2", "--seed", "5"])
+    assert seen == {"seed": 5, "torch_threads": 2, "during": 2}
+    assert torch.get_num_threads() == before
+    hl_cli.run_cli(main, ["--torch-threads", "auto"])
+    assert seen["torch_threads"] is None
+    assert "torch: 2 intra-op threads (--torch-threads)" in capsys.readouterr().out
+
+
+class _ConfigSeen(Exception):
+    """Raised by the stand-in training config with the keyword arguments it was given."""
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        *(f"mujoco_{algo}_hl" for algo in MUJOCO_SCRIPTS),
+        *sorted({name for name, _ in ATARI_SCRIPTS.values()}),
+        "discrete_dqn_hl",
+    ],
+)
+def test_every_script_hands_its_threads_to_the_training_config(
+    module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = script_main(module)
+    namespace = sys.modules[main.__module__]
+
+    def stand_in(**kwargs: Any) -> None:
+        raise _ConfigSeen(kwargs)
+
+    for name in ("OnPolicyTrainingConfig", "OffPolicyTrainingConfig"):
+        if hasattr(namespace, name):
+            monkeypatch.setattr(namespace, name, stand_in)
+    with pytest.raises(_ConfigSeen) as seen:
+        main(torch_threads=3)
+    assert seen.value.args[0]["torch_threads"] == 3

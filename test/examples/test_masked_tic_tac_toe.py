@@ -1,6 +1,9 @@
 """The masked-action example: its game's rules, its observation convention, and DQN and PPO
 learning it with masks from the script's own command line."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -35,11 +38,28 @@ def test_space_info_describes_the_masked_observation() -> None:
 
 
 @pytest.mark.slow
-def test_dqn_and_ppo_learn_to_beat_the_random_player(capsys: pytest.CaptureFixture) -> None:
+def test_dqn_and_ppo_learn_to_beat_the_random_player(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """A random legal first player averages about 0.3; 16k env steps each must do far better."""
-    returns = main(["--epoch", "2", "--epoch-num-steps", "8192", "--no-progress"])
+    common = ["--epoch", "2", "--epoch-num-steps", "8192", "--no-progress"]
+    returns = main([*common, "--persistence-base-dir", str(tmp_path)])
     assert returns["dqn"] >= 0.85, returns
     assert returns["ppo"] >= 0.7, returns
     out = capsys.readouterr().out
-    assert "DQN on masked tic-tac-toe: final mean test return" in out
-    assert "PPO on masked tic-tac-toe: final mean test return" in out
+    assert out.count("Run summary") == 2
+    for name in ("dqn", "ppo"):
+        run_dir = tmp_path / "masked_tic_tac_toe" / name / "0"
+        result = json.loads((run_dir / "result.json").read_text())
+        assert result["final_test_return"] == pytest.approx(returns[name])
+        watched = main(
+            ["--algorithm", name, "--watch", "--resume-path", str(run_dir / "policy.pth")]
+        )
+        assert watched[name] > 0.5  # the best policy, saved and loaded again
+
+
+def test_watch_needs_a_saved_policy_of_one_algorithm() -> None:
+    with pytest.raises(SystemExit):
+        main(["--watch"])
+    with pytest.raises(SystemExit):
+        main(["--resume-path", "policy.pth"])  # --algorithm both

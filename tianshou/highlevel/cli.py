@@ -26,8 +26,10 @@ same names; options given on the command line still win.
 
     python -m examples.mujoco.mujoco_ppo_hl --config-file log/hpo/ppo/best_config.json
 
-``--torch-threads N`` (not a parameter of ``main``) sets torch's intra-op thread count while
-``main`` runs (see :func:`~tianshou.utils.cli.add_torch_threads_option`).
+``--torch-threads N`` sets torch's intra-op thread count while ``main`` runs (see
+:func:`~tianshou.utils.cli.add_torch_threads_option`); a ``main`` with a ``torch_threads``
+parameter also receives the value, to hand it to its experiments' training configuration
+(``TrainingConfig.torch_threads``), which would otherwise apply its own default while they run.
 """
 
 import argparse
@@ -52,7 +54,7 @@ CONFIG_FILE_DEST = "config_file"
 """Where the parser puts ``--config-file`` (not a parameter of ``main``)."""
 
 TORCH_THREADS_DEST = "torch_threads"
-"""Where the parser puts ``--torch-threads`` (not a parameter of ``main``)."""
+"""Where the parser puts ``--torch-threads`` (passed on to a ``main`` that has this parameter)."""
 
 
 @dataclass(frozen=True)
@@ -151,9 +153,11 @@ def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
     :param main: the function whose parameters become options; all need defaults.
     """
     description = (inspect.getdoc(main) or "").split("\n\n")[0]
-    parameters = inspect.signature(main).parameters
-    if TORCH_THREADS_DEST in parameters:
-        raise TypeError(f"main may not have a parameter {TORCH_THREADS_DEST}: run_cli owns it")
+    parameters = {
+        name: param
+        for name, param in inspect.signature(main).parameters.items()
+        if name != TORCH_THREADS_DEST  # its option is the shared one below
+    }
     parser = ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
     hints = typing.get_type_hints(main)
     docs = _param_docs(main)
@@ -218,6 +222,8 @@ def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
     threads = argparse.Namespace(torch_threads=kwargs.pop(TORCH_THREADS_DEST))
     if config_file is not None:
         kwargs = _values_of_config_file(parser, main, config_file) | kwargs
+    if TORCH_THREADS_DEST in inspect.signature(main).parameters:
+        kwargs[TORCH_THREADS_DEST] = threads.torch_threads
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -39,11 +39,14 @@ def search_and_report(
     launcher: RegisteredExpLauncher,
     top_k: int,
     reevaluation_seeds: int,
+    sampler_seed: int | None = 0,
 ) -> SearchResult:
     """Run the search, print its tables and where its files went.
 
-    The library's progress messages are silenced while the search runs (the tables are the
-    output); the ``tianshou`` logger's level is restored afterwards.
+    One progress bar per trial shows the search's progress; the library's INFO messages are
+    silenced while it runs (the tables are the output; warnings still show), and the
+    ``tianshou`` logger's level is restored afterwards. ``sampler_seed`` seeds the sampler, so
+    that the same command proposes the same trials (None: unseeded).
     """
     library_logger = logging.getLogger("tianshou")
     level = library_logger.level
@@ -63,6 +66,8 @@ def search_and_report(
             top_k=top_k,
             num_reevaluation_seeds=reevaluation_seeds,
             out_dir=out,
+            sampler_seed=sampler_seed,
+            show_progress=True,
         )
     finally:
         library_logger.setLevel(level)
