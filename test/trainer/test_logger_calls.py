@@ -137,6 +137,21 @@ LOGGER_KINDS = ["lazy", "base", "tensorboard", "wandb"]
 QUIET = {"verbose": False, "show_progress": False}
 
 
+def run_off_policy(logger: BaseLogger, switch_after: int | None = None, **params: Any) -> None:
+    """Train the stand-in off-policy algorithm on ``CountEnv``s, logging to ``logger``: tests
+    of 2 episodes, mini-batches of 4, one gradient step per env step, unless ``params`` say
+    otherwise."""
+    policy = SwitchPolicy(gym.spaces.Discrete(2))
+    train, test = count_env_collectors(policy)
+    settings: dict[str, Any] = {"test_step_num_episodes": 2, "batch_size": 4, **QUIET, **params}
+    OffPolicyTrainer(
+        StandInOffPolicy(policy, switch_after=switch_after),
+        OffPolicyTrainerParams(
+            training_collector=train, test_collector=test, logger=logger, **settings
+        ),
+    ).run()
+
+
 def _online_epoch(
     epoch: int, steps_per_epoch: int, env_steps_per_step: int, updates_per_step: int
 ) -> list[Call]:
@@ -154,25 +169,14 @@ def _online_epoch(
 @pytest.mark.parametrize("kind", LOGGER_KINDS)
 def test_off_policy_calls(kind: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     logger = _make_logger(kind, tmp_path, monkeypatch)
-    policy = SwitchPolicy(gym.spaces.Discrete(2))
-    train, test = count_env_collectors(policy)
-    trainer = OffPolicyTrainer(
-        StandInOffPolicy(policy),
-        OffPolicyTrainerParams(
-            training_collector=train,
-            test_collector=test,
-            max_epochs=2,
-            epoch_num_steps=10,
-            collection_step_num_env_steps=4,  # 3 training steps of 4 env steps per epoch
-            update_step_num_gradient_steps_per_sample=0.5,  # 2 gradient steps each
-            test_step_num_episodes=2,
-            batch_size=4,
-            logger=logger,  # type: ignore[arg-type]
-            save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt{epoch}"),
-            **QUIET,
-        ),
+    run_off_policy(
+        logger,  # type: ignore[arg-type]
+        max_epochs=2,
+        epoch_num_steps=10,
+        collection_step_num_env_steps=4,  # 3 training steps of 4 env steps per epoch
+        update_step_num_gradient_steps_per_sample=0.5,  # 2 gradient steps each
+        save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt{epoch}"),
     )
-    trainer.run()
     assert logger.calls == [
         ("test", 0),
         *_online_epoch(1, steps_per_epoch=3, env_steps_per_step=4, updates_per_step=2),
@@ -243,25 +247,14 @@ def test_test_in_training_logs_its_test_at_the_steps_before_the_collection(
     """The published trainer counts a training step's env steps after the step: a test that
     the training returns trigger is logged (and named) at the env steps before them."""
     logger = RecordingBaseLogger()
-    policy = SwitchPolicy(gym.spaces.Discrete(2))
-    train, test = count_env_collectors(policy)
-    trainer = OffPolicyTrainer(
-        StandInOffPolicy(policy),
-        OffPolicyTrainerParams(
-            training_collector=train,
-            test_collector=test,
-            max_epochs=1,
-            epoch_num_steps=20,
-            collection_step_num_env_steps=10,  # the first collection finishes 2 episodes
-            stop_fn=lambda score: score >= 5.0,
-            test_in_training=True,
-            test_step_num_episodes=2,
-            batch_size=4,
-            logger=logger,
-            **QUIET,
-        ),
+    run_off_policy(
+        logger,
+        max_epochs=1,
+        epoch_num_steps=20,
+        collection_step_num_env_steps=10,  # the first collection finishes 2 episodes
+        stop_fn=lambda score: score >= 5.0,
+        test_in_training=True,
     )
-    trainer.run()
     assert logger.calls == [("test", 0), ("test", 0), ("training", 10), ("info", 1)]
 
 
@@ -272,25 +265,11 @@ def test_the_plain_lazy_logger_is_not_called(monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.setattr(
             LazyLogger, hook, lambda self, data, step, hook=hook: called.append(hook)
         )
-    policy = SwitchPolicy(gym.spaces.Discrete(2))
-    train, test = count_env_collectors(policy)
-    OffPolicyTrainer(
-        StandInOffPolicy(policy),
-        OffPolicyTrainerParams(
-            training_collector=train,
-            test_collector=test,
-            max_epochs=1,
-            epoch_num_steps=4,
-            collection_step_num_env_steps=4,
-            batch_size=4,
-            logger=LazyLogger(),
-            **QUIET,
-        ),
-    ).run()
+    run_off_policy(LazyLogger(), max_epochs=1, epoch_num_steps=4, collection_step_num_env_steps=4)
     assert called == []
 
 
-def test_a_subclass_overriding_one_hook_captures_every_test(tmp_path: Any) -> None:
+def test_a_subclass_overriding_one_hook_captures_every_test() -> None:
     """The published way to write a small custom logger: extend LazyLogger, override one hook."""
 
     class TestCurve(LazyLogger):
@@ -302,47 +281,28 @@ def test_a_subclass_overriding_one_hook_captures_every_test(tmp_path: Any) -> No
             self.points.append((step, log_data["returns_stat"]["mean"]))
 
     curve = TestCurve()
-    policy = SwitchPolicy(gym.spaces.Discrete(2))
-    train, test = count_env_collectors(policy)
-    OffPolicyTrainer(
-        StandInOffPolicy(policy, switch_after=4),
-        OffPolicyTrainerParams(
-            training_collector=train,
-            test_collector=test,
-            max_epochs=3,
-            epoch_num_steps=4,
-            collection_step_num_env_steps=4,
-            update_step_num_gradient_steps_per_sample=0.5,
-            test_step_num_episodes=2,
-            batch_size=4,
-            logger=curve,
-            **QUIET,
-        ),
-    ).run()
+    run_off_policy(
+        curve,
+        switch_after=4,
+        max_epochs=3,
+        epoch_num_steps=4,
+        collection_step_num_env_steps=4,
+        update_step_num_gradient_steps_per_sample=0.5,
+    )
     assert curve.points == [(0, 5.0), (4, 5.0), (8, 10.0), (12, 10.0)]
 
 
 def test_a_resumed_run_restores_first_and_goes_on_from_the_checkpoint(tmp_path: Any) -> None:
     def run(max_epochs: int, resume: bool) -> list[Call]:
         logger = RecordingTensorboardLogger(str(tmp_path / "tb"))
-        policy = SwitchPolicy(gym.spaces.Discrete(2))
-        train, test = count_env_collectors(policy)
-        OffPolicyTrainer(
-            StandInOffPolicy(policy),
-            OffPolicyTrainerParams(
-                training_collector=train,
-                test_collector=test,
-                max_epochs=max_epochs,
-                epoch_num_steps=4,
-                collection_step_num_env_steps=4,
-                test_step_num_episodes=2,
-                batch_size=4,
-                logger=logger,
-                resume_from_log=resume,
-                save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt{epoch}"),
-                **QUIET,
-            ),
-        ).run()
+        run_off_policy(
+            logger,
+            max_epochs=max_epochs,
+            epoch_num_steps=4,
+            collection_step_num_env_steps=4,
+            resume_from_log=resume,
+            save_checkpoint_fn=lambda epoch, *_: str(tmp_path / f"ckpt{epoch}"),
+        )
         return logger.calls
 
     run(max_epochs=1, resume=False)
