@@ -31,14 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.common import emit
+from benchmark.common import emit, one_core_busy
 
 REPO = Path(__file__).resolve().parent.parent
 FLOOR = 2 / 3
 """The least acceptable busy/idle speed ratio."""
-
-_SPIN = "while True:\n    pass\n"
-"""What the busy process runs: one core kept at 100% by a pure-Python loop."""
 
 
 @dataclass(frozen=True)
@@ -97,13 +94,8 @@ def run_seconds(case: Case) -> float:
 
 def busy_run_seconds(case: Case) -> float:
     """Wall seconds of one run of ``case`` while another process spins on one core."""
-    spinner = subprocess.Popen([sys.executable, "-c", _SPIN])
-    try:
-        time.sleep(0.5)  # let it take its core
+    with one_core_busy():
         return run_seconds(case)
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -17,8 +17,11 @@ See ``benchmark/README.md`` for the conventions these implement.
 import itertools
 import json
 import math
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +40,20 @@ HOPPER_OBS, HOPPER_ACT = 11, 3
 CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
 """``"cpu"``: this process's CPU time, which stays meaningful when other processes crowd the
 cores; ``"wall"``: wall-clock seconds."""
+
+
+# ------------------------------------------------------------------------------- busy core
+@contextmanager
+def one_core_busy() -> Iterator[None]:
+    """Another process spinning on one core (a pure-Python loop) for the duration of the
+    block: the load of a laptop that is doing something else."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+    try:
+        time.sleep(0.5)  # let it take its core
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 # ----------------------------------------------------------------------------------- timing

@@ -12,19 +12,14 @@ the same run.
 
 import argparse
 import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 import torch
 from torch import nn
 
-from benchmark.common import emit, seconds_per_call
+from benchmark.common import emit, one_core_busy, seconds_per_call
 from tianshou.utils.torch_utils import torch_threads
-
-_SPIN = "while True:\n    pass\n"
 
 
 def mlp_step(width: int, batch: int, obs: int = 11, act: int = 3) -> Callable[[], None]:
@@ -68,18 +63,6 @@ def nature_cnn_step(batch: int = 32, actions: int = 6) -> Callable[[], None]:
         optim.step()
 
     return step
-
-
-@contextmanager
-def one_core_busy() -> Iterator[None]:
-    """Another process spinning on one core for the duration of the block."""
-    spinner = subprocess.Popen([sys.executable, "-c", _SPIN])
-    try:
-        time.sleep(0.5)
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

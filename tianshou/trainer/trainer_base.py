@@ -28,7 +28,7 @@ from tianshou.trainer.params import OnlineTrainerParams, TrainerParams
 from tianshou.utils.determinism import TraceLogger, torch_param_hash
 from tianshou.utils.host_memory import retain_freed_host_memory
 from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
-from tianshou.utils.progress_bar import DummyTqdm, tqdm_config
+from tianshou.utils.progress_bar import progress_bar
 from tianshou.utils.statistics import MovAvg
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -425,15 +425,11 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
 
     # ------------------------------------------------------------------ display and stats
     def _progress_bar(self) -> Any:
-        if not self.params.show_progress:
-            return DummyTqdm(total=self.params.epoch_num_steps)
-        import tqdm
-
-        return tqdm.tqdm(
-            total=self.params.epoch_num_steps,
+        return progress_bar(
+            self.params.show_progress,
+            self.params.epoch_num_steps,
             desc=f"Epoch #{self._epoch}",
             unit=self._progress_unit,
-            **tqdm_config,
         )
 
     _progress_unit = "env_step"

@@ -37,3 +37,18 @@ class DummyTqdm:
 
     def __exit__(self, *args: object) -> None:
         self.close()
+
+
+def progress_bar(enabled: bool, total: int | float | None, **kwargs: Any) -> Any:
+    """A ``tqdm`` bar with :data:`tqdm_config` when ``enabled``, else a :class:`DummyTqdm`
+    that counts the same and draws nothing (tqdm is imported only when a bar is drawn).
+
+    :param enabled: whether to draw the bar.
+    :param total: the number of units the bar counts to.
+    :param kwargs: further ``tqdm`` arguments (``desc``, ``unit``, ...).
+    """
+    if not enabled:
+        return DummyTqdm(total=total)
+    import tqdm
+
+    return tqdm.tqdm(total=total, **tqdm_config, **kwargs)

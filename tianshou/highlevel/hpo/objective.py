@@ -25,7 +25,7 @@ from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate, epoch
 from tianshou.highlevel.hpo.score import iqm, iqm_with_interval
 from tianshou.highlevel.hpo.seed_runs import SeedRunner
 from tianshou.highlevel.hpo.space import SearchSpace, format_hyperparameters
-from tianshou.utils.progress_bar import DummyTqdm, tqdm_config
+from tianshou.utils.progress_bar import progress_bar
 
 if TYPE_CHECKING:
     import optuna
@@ -110,15 +110,11 @@ class SeedRobustObjective:
         return score.iqm
 
     def _progress_bar(self, trial_number: int, epochs: int) -> Any:
-        if not self.show_progress:
-            return DummyTqdm(total=epochs)
-        import tqdm
-
-        return tqdm.tqdm(
-            total=epochs,
+        return progress_bar(
+            self.show_progress,
+            epochs,
             desc=f"trial {trial_number} ({self.num_seeds} seeds)",
             unit="epoch",
-            **tqdm_config,
         )
 
     def _warn_if_epochs_grow(self, training: TrainingConfig) -> None:
