@@ -12,9 +12,13 @@ The pistons see the game through :class:`~tianshou.scripts.pistonball.PistonView
 (small grayscale views, a reward for every move). Each DQN's n-step target spans one
 full cycle (``n = --n-pistons`` moves), from one of its piston's moves to the next.
 
-``--watch`` then plays a few greedy episodes and prints their returns (no window)::
+The trained team is saved as ``policy.pth`` in the run's log directory. ``--watch`` loads it
+(``--resume-path``) and, without training, plays a few greedy episodes and prints their returns
+(no window)::
 
-    python -m examples.pettingzoo.pistonball --n-pistons 4 --epoch 10 --watch
+    python -m examples.pettingzoo.pistonball --n-pistons 4 --epoch 10
+    python -m examples.pettingzoo.pistonball --n-pistons 4 --watch \
+        --resume-path log/pistonball/dqn/policy.pth
 """
 
 import argparse
@@ -73,7 +77,11 @@ def get_parser() -> argparse.ArgumentParser:
     add("--num-training-envs", type=int, default=10)
     add("--num-test-envs", type=int, default=10)
     add("--persistence-base-dir", type=str, default="log")
-    add("--watch", action="store_true", help="play greedy episodes and print their returns")
+    add(
+        "--watch",
+        action="store_true",
+        help="no training: play greedy episodes of the --resume-path team, print their returns",
+    )
     add("--watch-episodes", type=int, default=3)
     add("--resume-path", type=str, default="", help="saved pistons' algorithms to start from")
     add("--device", type=str, default="cuda" if torch.cuda.is_available() else "cpu")
@@ -193,14 +201,16 @@ def watch(
     return stats
 
 
-def main(argv: Sequence[str] | None = None) -> InfoStats:
-    """Train the pistons (from ``--resume-path``, if given), then with ``--watch`` play
-    ``--watch-episodes`` greedy episodes."""
+def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
+    """Train the pistons (from ``--resume-path``, if given); with ``--watch`` only play
+    ``--watch-episodes`` greedy episodes of the loaded team."""
     args = get_args(argv)
     with torch_threads_from_args(args):
-        info, trained = train_agent(args)
         if args.watch:
-            watch(args, trained)
+            if not args.resume_path:
+                print("--watch without --resume-path: watching untrained agents", flush=True)
+            return watch(args)
+        info, _ = train_agent(args)
     return info
 
 

@@ -9,10 +9,13 @@ Gaussian actor and a state-value critic each read the view with two convolutions
 that piston made. Sampled actions outside ``[-1, 1]`` are clipped by the view wrapper before
 they reach the game (PPO learns from the unclipped samples).
 
-``--watch`` then plays a few episodes with the mean actions and prints their returns (no
-window)::
+The trained team is saved as ``policy.pth`` in the run's log directory. ``--watch`` loads it
+(``--resume-path``) and, without training, plays a few episodes with the mean actions and prints
+their returns (no window)::
 
-    python -m examples.pettingzoo.pistonball_continuous --n-pistons 4 --epoch 10 --watch
+    python -m examples.pettingzoo.pistonball_continuous --n-pistons 4 --epoch 10
+    python -m examples.pettingzoo.pistonball_continuous --n-pistons 4 --watch \
+        --resume-path log/pistonball_continuous/ppo/policy.pth
 """
 
 import argparse
@@ -110,7 +113,11 @@ def get_parser() -> argparse.ArgumentParser:
     add("--num-training-envs", type=int, default=10)
     add("--num-test-envs", type=int, default=10)
     add("--persistence-base-dir", type=str, default="log")
-    add("--watch", action="store_true", help="play episodes with mean actions, print returns")
+    add(
+        "--watch",
+        action="store_true",
+        help="no training: play episodes of the --resume-path team's mean actions, print returns",
+    )
     add("--watch-episodes", type=int, default=3)
     add("--resume-path", type=str, default="", help="saved pistons' algorithms to start from")
     add("--device", type=str, default="cuda" if torch.cuda.is_available() else "cpu")
@@ -244,14 +251,16 @@ def watch(
     return stats
 
 
-def main(argv: Sequence[str] | None = None) -> InfoStats:
-    """Train the pistons (from ``--resume-path``, if given), then with ``--watch`` play
-    ``--watch-episodes`` episodes with their mean actions."""
+def main(argv: Sequence[str] | None = None) -> InfoStats | CollectStats:
+    """Train the pistons (from ``--resume-path``, if given); with ``--watch`` only play
+    ``--watch-episodes`` episodes of the loaded team's mean actions."""
     args = get_args(argv)
     with torch_threads_from_args(args):
-        info, trained = train_agent(args)
         if args.watch:
-            watch(args, trained)
+            if not args.resume_path:
+                print("--watch without --resume-path: watching untrained agents", flush=True)
+            return watch(args)
+        info, _ = train_agent(args)
     return info
 
 

@@ -7,10 +7,12 @@ random second player wins only about 29% of its games against a random first pla
 about 59%). Illegal moves are impossible: the legal-action mask reaches the learner's Q-values
 and its random exploration, and the opponent samples among legal moves only.
 
-Training stops when the learner wins at least ``--win-rate`` of its test games. ``--watch``
-then plays one game and prints the board after every move in the terminal (no window)::
+Training stops when the learner wins at least ``--win-rate`` of its test games; the learner is
+saved as ``policy.pth`` in the run's log directory. ``--watch`` loads it (``--resume-path``) and,
+without training, plays one game, printing the board after every move (no window)::
 
-    python -m examples.pettingzoo.tic_tac_toe --epoch 20 --watch
+    python -m examples.pettingzoo.tic_tac_toe --epoch 20
+    python -m examples.pettingzoo.tic_tac_toe --watch --resume-path log/tic_tac_toe/dqn/policy.pth
 """
 
 import argparse
@@ -68,7 +70,11 @@ def get_parser() -> argparse.ArgumentParser:
     add("--persistence-base-dir", type=str, default="log")
     add("--render", type=float, default=0.0, help="seconds to pause between watched moves")
     add("--win-rate", type=float, default=0.6, help="stop once this share of test games is won")
-    add("--watch", action="store_true", help="play one game against the opponent and print it")
+    add(
+        "--watch",
+        action="store_true",
+        help="no training: play one game of the --resume-path learner and print it",
+    )
     add("--agent-id", type=int, default=2, help="the learner's seat: 1 plays first, 2 second")
     add("--resume-path", type=str, default="", help="a saved learner to start from")
     add("--opponent-path", type=str, default="", help="a saved learner to play against")
@@ -242,14 +248,16 @@ def watch(
     return learner_reward
 
 
-def main(argv: Sequence[str] | None = None) -> InfoStats:
-    """Train the learner (from ``--resume-path``, if given) against the opponent, then with
-    ``--watch`` play one game."""
+def main(argv: Sequence[str] | None = None) -> InfoStats | float:
+    """Train the learner (from ``--resume-path``, if given) against the opponent; with
+    ``--watch`` only play one game of the loaded learner and return its reward."""
     args = get_args(argv)
     with torch_threads_from_args(args):
-        info, learner = train_agent(args)
         if args.watch:
-            watch(args, agent_learn=learner)
+            if not args.resume_path:
+                print("--watch without --resume-path: watching untrained agents", flush=True)
+            return watch(args)
+        info, _ = train_agent(args)
     return info
 
 

@@ -118,3 +118,28 @@ def test_simple_spread_ppo_beats_a_random_team(
     argv = ["--logdir", str(tmp_path), "--epoch", "5", "--stop-return", str(threshold)]
     result = mpe_spread_ppo.train(mpe_spread_ppo.get_args(argv + (["--shared"] if shared else [])))
     assert result.best_reward >= threshold
+
+
+def test_tic_tac_toe_watch_plays_the_saved_learner_without_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tic_tac_toe = script("tic_tac_toe")
+    tiny = ["--logdir", str(tmp_path), "--epoch", "1", "--step-per-epoch", "20", "--test-num", "2"]
+    tic_tac_toe.main(tiny)
+    policy = tmp_path / "tic_tac_toe" / "dqn" / "policy.pth"
+    saved_at = policy.stat().st_mtime_ns
+    capsys.readouterr()
+    reward = tic_tac_toe.main([*tiny, "--watch", "--resume-path", str(policy)])
+    out = capsys.readouterr().out
+    assert reward in (-1.0, 0.0, 1.0)
+    assert "Run summary" not in out, "watching does not train"
+    assert "plays square" in out
+    assert policy.stat().st_mtime_ns == saved_at
+
+
+def test_tic_tac_toe_watch_without_a_policy_says_it_is_untrained(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reward = script("tic_tac_toe").main(["--watch"])
+    assert reward in (-1.0, 0.0, 1.0)
+    assert "watching untrained agents" in capsys.readouterr().out

@@ -16,10 +16,11 @@ from types import ModuleType
 import cv2
 import numpy as np
 import pytest
+import torch
 from pettingzoo.butterfly import pistonball_v6
 
 from tianshou.algorithm.algorithm_base import Policy, RandomActionPolicy
-from tianshou.data import Collector
+from tianshou.data import Collector, CollectStats
 from tianshou.env import DummyVectorEnv
 
 LEARNING_ARGS = ["--n-pistons", "4", "--max-cycles", "50", "--seed", "0"]
@@ -111,6 +112,23 @@ def test_watch_prints_every_episode_in_the_terminal(
         assert line.startswith("episode ")
         assert f"return {ret:.1f} in {length // 3} cycles" in line
         assert 1 <= length // 3 <= 20
+
+
+@pytest.mark.parametrize("name", ["pistonball", "pistonball_continuous"])
+def test_watch_plays_the_saved_team_without_training(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = script(name)
+    argv = ["--n-pistons", "3", "--max-cycles", "10", "--watch-episodes", "1"]
+    algorithm, _ = example.get_agents(example.get_args(argv))
+    saved = tmp_path / "policy.pth"
+    torch.save(algorithm.state_dict(), saved)
+    log_dir = tmp_path / "log"
+    stats = example.main([*argv, "--watch", "--resume-path", str(saved), "--logdir", str(log_dir)])
+    assert isinstance(stats, CollectStats)
+    assert stats.n_collected_episodes == 1
+    assert not log_dir.exists(), "watching does not train"
+    assert any(line.startswith("episode ") for line in capsys.readouterr().out.splitlines())
 
 
 @pytest.mark.slow
