@@ -12,9 +12,9 @@ from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import IntermediateModuleFactoryAtariDQN
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import run_cli, script_experiment_config
 from tianshou.highlevel.config import OffPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, IQNExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentResult, IQNExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import IQNParams
 from tianshou.highlevel.trainer import (
     EpochTestCallbackDQNSetEps,
@@ -30,6 +30,7 @@ def main(
     experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 0,
     watch: bool = False,
+    resume_path: str | None = None,
     scale_obs: bool = False,
     eps_test: float = 0.005,
     eps_train: float = 1.0,
@@ -62,7 +63,10 @@ def main(
         are evaluated together with rliable).
     :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
-    :param watch: show (or, headless, run) a few episodes of the trained policy.
+    :param watch: no training: run a few episodes of the policy of ``resume_path`` (shown
+        when there is a display).
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from, or to watch.
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param eps_train: exploration rate at the start; it decays linearly to ``eps_train_final``
         over the first 1M env steps.
@@ -78,7 +82,12 @@ def main(
     return (
         IQNExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
-            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            script_experiment_config(
+                persistence_base_dir=persistence_base_dir,
+                seed=seed,
+                watch=watch,
+                resume_path=resume_path,
+            ),
             OffPolicyTrainingConfig(
                 torch_threads=torch_threads,
                 max_epochs=epoch,

@@ -13,9 +13,9 @@ from tianshou.env.atari.atari_network import (
 )
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import run_cli, script_experiment_config
 from tianshou.highlevel.config import OnPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, PPOExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentResult, PPOExperimentBuilder
 from tianshou.highlevel.params.algorithm_params import PPOParams
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactoryIntrinsicCuriosity
 from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
@@ -30,6 +30,7 @@ def main(
     experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 4213,
     watch: bool = False,
+    resume_path: str | None = None,
     scale_obs: bool = True,
     buffer_size: int = 100000,
     lr: float = 2.5e-4,
@@ -67,7 +68,10 @@ def main(
         are evaluated together with rliable).
     :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
-    :param watch: show (or, headless, run) a few episodes of the trained policy.
+    :param watch: no training: run a few episodes of the policy of ``resume_path`` (shown
+        when there is a display).
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from, or to watch.
     :param scale_obs: let the network divide the uint8 pixels by 255.
     :param hidden_size: width of the layer on the shared Nature-DQN torso (and of the ICM's).
     :param lr_decay: decay the learning rate linearly to 0 over the run.
@@ -92,7 +96,12 @@ def main(
     builder = (
         PPOExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=False),
-            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            script_experiment_config(
+                persistence_base_dir=persistence_base_dir,
+                seed=seed,
+                watch=watch,
+                resume_path=resume_path,
+            ),
             training_config,
         )
         .with_ppo_params(

@@ -10,11 +10,10 @@ from tianshou.data import InfoStats
 from tianshou.env.atari.atari_network import ActorFactoryAtariDQN
 from tianshou.env.atari.atari_wrapper import AtariEnvFactory, AtariEpochStopCallback
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import run_cli, script_experiment_config
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.experiment import (
     DiscreteSACExperimentBuilder,
-    ExperimentConfig,
     ExperimentResult,
 )
 from tianshou.highlevel.params.algorithm_params import DiscreteSACParams
@@ -29,6 +28,7 @@ def main(
     experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 4213,
     watch: bool = False,
+    resume_path: str | None = None,
     scale_obs: bool = False,
     buffer_size: int = 100000,
     actor_lr: float = 1e-5,
@@ -58,7 +58,10 @@ def main(
         are evaluated together with rliable).
     :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
-    :param watch: show (or, headless, run) a few episodes of the trained policy.
+    :param watch: no training: run a few episodes of the policy of ``resume_path`` (shown
+        when there is a display).
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from, or to watch.
     :param scale_obs: let the envs scale the pixels to [0, 1].
     :param n_step_return_horizon: n-step return horizon.
     :param alpha: the entropy coefficient, unless ``auto_alpha``.
@@ -70,7 +73,12 @@ def main(
     return (
         DiscreteSACExperimentBuilder(
             AtariEnvFactory(task, frames_stack, scale=scale_obs),
-            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            script_experiment_config(
+                persistence_base_dir=persistence_base_dir,
+                seed=seed,
+                watch=watch,
+                resume_path=resume_path,
+            ),
             OffPolicyTrainingConfig(
                 torch_threads=torch_threads,
                 max_epochs=epoch,

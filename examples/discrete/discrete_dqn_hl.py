@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import restore_directory_of, run_cli
 from tianshou.highlevel.config import OffPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import DQNExperimentBuilder, ExperimentConfig, ExperimentResult
@@ -26,6 +26,7 @@ def main(
     persistence_enabled: bool = False,
     seed: int = 0,
     watch: bool = True,
+    resume_path: str | None = None,
     watch_num_episodes: int = 100,
     watch_render: float = 1 / 35,
     epoch: int = 10,
@@ -57,6 +58,8 @@ def main(
     :param persistence_enabled: whether to write them at all.
     :param watch: after training, run ``watch_num_episodes`` episodes of the policy, shown in a
         window (when there is a display) with ``watch_render`` seconds between frames.
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from.
     :param n_step_return_horizon: n-step return horizon.
     :param eps_train: exploration rate while collecting training data.
     :param eps_test: exploration rate in test episodes.
@@ -74,6 +77,7 @@ def main(
                 watch=watch,
                 watch_render=watch_render,
                 watch_num_episodes=watch_num_episodes,
+                policy_restore_directory=restore_directory_of(resume_path),
             ),
             OffPolicyTrainingConfig(
                 torch_threads=torch_threads,

@@ -11,9 +11,9 @@ from typing import Literal
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import run_cli, script_experiment_config
 from tianshou.highlevel.config import OffPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, REDQExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentResult, REDQExperimentBuilder
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import REDQParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
@@ -27,6 +27,7 @@ def main(
     experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
+    resume_path: str | None = None,
     buffer_size: int = 1000000,
     hidden_sizes: Sequence[int] = (256, 256),
     actor_lr: float = 1e-3,
@@ -59,7 +60,10 @@ def main(
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
     :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
-    :param watch: show (or, headless, run) a few episodes of each trained policy.
+    :param watch: no training: run a few episodes of the policy of ``resume_path`` (shown
+        when there is a display).
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from, or to watch.
     :param start_timesteps: uniformly random env steps collected before training.
     :param subset_size: critics of the ensemble that form each target.
     :param actor_delay: critic updates per actor update.
@@ -71,7 +75,12 @@ def main(
     return (
         REDQExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
-            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            script_experiment_config(
+                persistence_base_dir=persistence_base_dir,
+                seed=seed,
+                watch=watch,
+                resume_path=resume_path,
+            ),
             OffPolicyTrainingConfig(
                 torch_threads=torch_threads,
                 max_epochs=epoch,

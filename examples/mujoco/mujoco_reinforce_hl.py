@@ -13,10 +13,9 @@ import torch
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import run_cli, script_experiment_config
 from tianshou.highlevel.config import OnPolicyTrainingConfig
 from tianshou.highlevel.experiment import (
-    ExperimentConfig,
     ExperimentResult,
     ReinforceExperimentBuilder,
 )
@@ -33,6 +32,7 @@ def main(
     experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
+    resume_path: str | None = None,
     buffer_size: int = 4096,
     hidden_sizes: Sequence[int] = (64, 64),
     lr: float = 1e-3,
@@ -57,7 +57,10 @@ def main(
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
     :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
-    :param watch: show (or, headless, run) a few episodes of each trained policy.
+    :param watch: no training: run a few episodes of the policy of ``resume_path`` (shown
+        when there is a display).
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from, or to watch.
     :param batch_size: minibatch size; None learns from each collection in one batch.
     :param lr_decay: decay the learning rate linearly to 0 over the run.
     :param return_scaling: standardise the returns.
@@ -78,7 +81,12 @@ def main(
     return (
         ReinforceExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=True),
-            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            script_experiment_config(
+                persistence_base_dir=persistence_base_dir,
+                seed=seed,
+                watch=watch,
+                resume_path=resume_path,
+            ),
             training_config,
         )
         .with_reinforce_params(

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from tianshou.data import InfoStats
 from tianshou.evaluation.launcher import RegisteredExpLauncher
-from tianshou.highlevel.cli import run_cli
+from tianshou.highlevel.cli import run_cli, script_experiment_config
 from tianshou.highlevel.config import OffPolicyTrainingConfig
-from tianshou.highlevel.experiment import ExperimentConfig, ExperimentResult, TD3ExperimentBuilder
+from tianshou.highlevel.experiment import ExperimentResult, TD3ExperimentBuilder
 from tianshou.highlevel.mujoco import MujocoEnvFactory
 from tianshou.highlevel.params.algorithm_params import TD3Params
 from tianshou.highlevel.params.env_param import MaxActionScaled
@@ -27,6 +27,7 @@ def main(
     experiment_launcher: RegisteredExpLauncher = RegisteredExpLauncher.SEQUENTIAL,
     seed: int = 42,
     watch: bool = False,
+    resume_path: str | None = None,
     buffer_size: int = 1000000,
     hidden_sizes: Sequence[int] = (256, 256),
     actor_lr: float = 3e-4,
@@ -56,7 +57,10 @@ def main(
     :param num_experiments: number of runs, with seeds ``seed``, ``seed + 1``, ...
     :param experiment_launcher: runs several seeds one after another (``SEQUENTIAL``) or in
         parallel (``JOBLIB``, ``RAY``); a single run always runs in this process.
-    :param watch: show (or, headless, run) a few episodes of each trained policy.
+    :param watch: no training: run a few episodes of the policy of ``resume_path`` (shown
+        when there is a display).
+    :param resume_path: an earlier run's directory (or its ``policy_state_dict.pt``) whose
+        policy to start from, or to watch.
     :param start_timesteps: uniformly random env steps collected before training.
     :param exploration_noise: std of the Gaussian action noise, as a fraction of the max action.
     :param policy_noise: std of the target-action smoothing noise (fraction of the max action).
@@ -67,7 +71,12 @@ def main(
     return (
         TD3ExperimentBuilder(
             MujocoEnvFactory(task, obs_norm=False),
-            ExperimentConfig(persistence_base_dir=persistence_base_dir, seed=seed, watch=watch),
+            script_experiment_config(
+                persistence_base_dir=persistence_base_dir,
+                seed=seed,
+                watch=watch,
+                resume_path=resume_path,
+            ),
             OffPolicyTrainingConfig(
                 torch_threads=torch_threads,
                 max_epochs=epoch,

@@ -7,6 +7,7 @@ restored with the policy.
 """
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -506,3 +507,76 @@ def test_every_script_hands_its_threads_to_the_training_config(
     with pytest.raises(_ConfigSeen) as seen:
         main(torch_threads=3)
     assert seen.value.args[0]["torch_threads"] == 3
+
+
+# ---------------------------------------------------------------------------- what a run says
+PPO_CLI_TINY = [
+    "--epoch", "1", "--epoch-num-steps", "32", "--collection-step-num-env-steps", "16",
+    "--batch-size", "16", "--num-training-envs", "1", "--num-test-envs", "2",
+    "--hidden-sizes", "16",
+]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_run_ends_with_its_summary_and_result_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = script_main("mujoco_ppo_hl")
+    result = hl_cli.run_cli(main, [*PPO_CLI_TINY, "--persistence-base-dir", str(tmp_path)])
+    (run_dir,) = run_dirs(tmp_path)
+    saved = json.loads((run_dir / "result.json").read_text())
+    assert (saved["task"], saved["algorithm"]) == (MUJOCO_TASK, "PPO")
+    assert saved["env_steps"] == result.trainer_result.train_step >= 32
+    assert saved["best_test_return"] == pytest.approx(result.trainer_result.best_reward)
+    assert np.isfinite(saved["final_test_return"])
+    assert saved["policy_path"] == str(run_dir / "policy_state_dict.pt")
+    # the configuration holds every option, given or default
+    assert saved["config"]["epoch_num_steps"] == 32 and saved["config"]["gamma"] == 0.99
+    out = capsys.readouterr().out
+    assert "Run summary" in out and f"result file        {run_dir / 'result.json'}" in out
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_seeds_end_with_one_table_and_one_result_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = script_main("mujoco_ppo_hl")
+    argv = [*PPO_CLI_TINY, "--persistence-base-dir", str(tmp_path), "--num-experiments", "2"]
+    results = hl_cli.run_cli(main, [*argv, "--seed", "3"])
+    seed_dirs = run_dirs(tmp_path)
+    saved = json.loads((seed_dirs[0].parent / "result.json").read_text())
+    assert [run["seed"] for run in saved["runs"]] == [3, 4]
+    for run, info, run_dir in zip(saved["runs"], results, seed_dirs, strict=True):
+        assert run["best_test_return"] == pytest.approx(info.best_reward)
+        assert run["log_dir"] == str(run_dir)
+        assert np.isfinite(run["last_test_return"])
+    out = capsys.readouterr().out
+    assert "Run summary: PPO on Hopper-v5, 2 seeds" in out
+    assert "\n     3 " in out and "\n     4 " in out and "\n  mean " in out
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_resume_path_starts_from_a_saved_policy_and_watch_only_watches_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = script_main("mujoco_ppo_hl")
+    hl_cli.run_cli(main, [*PPO_CLI_TINY, "--persistence-base-dir", str(tmp_path / "first")])
+    (first,) = run_dirs(tmp_path / "first")
+    saved = torch.load(first / "policy_state_dict.pt", weights_only=True)
+    capsys.readouterr()
+    for resume_path in (first, first / "policy_state_dict.pt"):
+        base = tmp_path / f"watch-{resume_path.name}"
+        argv = ["--persistence-base-dir", str(base), "--watch", "--resume-path", str(resume_path)]
+        watched = hl_cli.run_cli(main, [*PPO_CLI_TINY, *argv])
+        assert watched.trainer_result is None, "watching does not train"
+        assert "Run summary" not in capsys.readouterr().out
+        restored = watched.world.algorithm.state_dict()
+        tensors = {key: value for key, value in saved.items() if isinstance(value, torch.Tensor)}
+        assert tensors and all(torch.equal(restored[key], value) for key, value in tensors.items())
+    # resuming trains on from the saved parameters
+    argv = ["--persistence-base-dir", str(tmp_path / "second"), "--resume-path", str(first)]
+    resumed = hl_cli.run_cli(main, [*PPO_CLI_TINY, *argv])
+    assert resumed.trainer_result is not None
+    assert resumed.world.restore_directory == str(first)
+    with pytest.raises(FileNotFoundError, match="pass the directory of an earlier run"):
+        hl_cli.run_cli(main, [*PPO_CLI_TINY, "--resume-path", str(tmp_path)])

@@ -12,7 +12,13 @@ from tianshou.algorithm.algorithm_base import RandomActionPolicy
 from tianshou.data import Collector, CollectStats, InfoStats
 from tianshou.data.stats import TimingStats
 from tianshou.env import DummyVectorEnv
-from tianshou.scripts.summary import RESULT_FILE, final_test_return, report_training
+from tianshou.scripts.summary import (
+    RESULT_FILE,
+    final_test_return,
+    last_logged_test_return,
+    report_training,
+)
+from tianshou.utils.logger import CSVLogger
 
 
 def info(best_reward: float) -> InfoStats:
@@ -91,3 +97,12 @@ def test_final_test_return_runs_new_episodes_and_reduces_multi_agent_returns() -
     assert doubled == 0.0
     with pytest.raises(ValueError, match="at least 1 episode"):
         final_test_return(collector, 0)
+
+
+def test_last_logged_test_return_reads_the_last_test_step_of_a_log(tmp_path: Path) -> None:
+    assert np.isnan(last_logged_test_return(str(tmp_path)))  # no logs at all
+    logger = CSVLogger(str(tmp_path), test_interval=1)
+    for step, mean in ((0, 1.0), (10, 5.0), (20, 3.5)):
+        logger.log_test_data({"returns_stat": {"mean": mean}}, step)
+    logger.finalize()
+    assert last_logged_test_return(str(tmp_path)) == 3.5

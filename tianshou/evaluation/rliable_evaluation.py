@@ -30,7 +30,8 @@ import scipy.stats
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tianshou.utils.logger import BaseLogger, CSVLogger, DataScope, TensorboardLogger
+from tianshou.utils.logger import DataScope
+from tianshou.utils.logger.reading import read_logged_data, reader_for
 
 log = logging.getLogger(__name__)
 
@@ -165,22 +166,9 @@ def _profile_with_interval(
     return profiles[name], profile_cis[name]
 
 
-def _log_reader(run_dir: str) -> BaseLogger | None:
-    """A logger that can read back the logs in ``run_dir``; None if it holds none."""
-    names = os.listdir(run_dir)
-    if any(name.startswith("events.out.tfevents") for name in names):
-        # reading needs no writer: restore_logged_data only opens the event files
-        return TensorboardLogger(writer=cast(Any, None))
-    if any(name.endswith(".csv") for name in names):
-        return CSVLogger(run_dir)
-    return None
-
-
 def _read_scope(run_dir: str, scope: DataScope) -> LoggedCollectStats:
     """The collect statistics logged in ``run_dir`` for ``scope``."""
-    reader = _log_reader(run_dir)
-    restored = reader.restore_logged_data(run_dir) if reader is not None else {}
-    data = restored.get(scope.value)
+    data = read_logged_data(run_dir).get(scope.value)
     return LoggedCollectStats.from_data_dict(data if isinstance(data, dict) else {})
 
 
@@ -282,7 +270,7 @@ class MultiRunExperimentResult:
             for entry in os.scandir(exp_dir)
             if entry.is_dir() and not entry.name.startswith(".")
         )
-        run_dirs = [path for path in candidates if _log_reader(path) is not None]
+        run_dirs = [path for path in candidates if reader_for(path) is not None]
         if not run_dirs:
             raise ValueError(
                 f"no run directories with logs (TensorBoard event files or CSV files) found "

@@ -26,6 +26,11 @@ same names; options given on the command line still win.
 
     python -m examples.mujoco.mujoco_ppo_hl --config-file log/hpo/ppo/best_config.json
 
+When ``main`` returns what ``build_and_run`` returned, :func:`run_cli` prints the run's summary
+and writes its result file (:func:`~tianshou.scripts.summary.report_seed_results`).
+:func:`script_experiment_config` gives the scripts one meaning of ``--resume-path`` and
+``--watch``.
+
 ``--torch-threads N`` sets torch's intra-op thread count while ``main`` runs (see
 :func:`~tianshou.utils.cli.add_torch_threads_option`); a ``main`` with a ``torch_threads``
 parameter also receives the value, to hand it to its experiments' training configuration
@@ -36,6 +41,7 @@ import argparse
 import enum
 import inspect
 import logging
+import os
 import re
 import types
 import typing
@@ -43,6 +49,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tianshou.highlevel.experiment import ExperimentConfig
+from tianshou.highlevel.experiment_result import SeedResults
+from tianshou.highlevel.persistence import PolicyPersistence
+from tianshou.scripts.summary import report_seed_results
 from tianshou.utils.cli import (
     ArgumentParser,
     add_torch_threads_option,
@@ -206,12 +216,66 @@ def _values_of_config_file(
     return values
 
 
+log = logging.getLogger(__name__)
+
+
+def restore_directory_of(resume_path: str | None) -> str | None:
+    """The run directory to restore a policy from, for a script's ``--resume-path``.
+
+    :param resume_path: an earlier run's directory, or its saved policy parameters
+        (``policy_state_dict.pt``); None gives None.
+    :raises FileNotFoundError: if no saved policy parameters are there.
+    """
+    if resume_path is None:
+        return None
+    directory = resume_path if os.path.isdir(resume_path) else os.path.dirname(resume_path)
+    saved = os.path.join(directory, PolicyPersistence.Mode.POLICY_STATE_DICT.get_filename())
+    if not os.path.isfile(saved):
+        raise FileNotFoundError(
+            f"--resume-path {resume_path!r}: no {saved}; pass the directory of an earlier run "
+            f"(it holds the saved policy_state_dict.pt) or that file"
+        )
+    return directory
+
+
+def script_experiment_config(
+    *, persistence_base_dir: str, seed: int, watch: bool, resume_path: str | None
+) -> ExperimentConfig:
+    """The experiment configuration of a high-level script's options, with the procedural
+    scripts' meaning of ``--resume-path`` and ``--watch``.
+
+    :param persistence_base_dir: where the run directory goes.
+    :param seed: the run's seed.
+    :param watch: only watch the policy of ``resume_path`` for a few episodes (no training).
+    :param resume_path: an earlier run's directory, or its saved policy parameters
+        (``policy_state_dict.pt``), to start from; None starts from fresh networks.
+    """
+    if watch and resume_path is None:
+        log.warning("--watch without --resume-path: watching an untrained policy")
+    return ExperimentConfig(
+        persistence_base_dir=persistence_base_dir,
+        seed=seed,
+        train=not watch,
+        watch=watch,
+        policy_restore_directory=restore_directory_of(resume_path),
+    )
+
+
+def _full_config(main: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``main``'s defaults updated by the given keyword arguments: the run's configuration."""
+    defaults = {name: param.default for name, param in inspect.signature(main).parameters.items()}
+    return defaults | kwargs
+
+
 def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
     """Call ``main`` with the keyword arguments given on the command line, and return its result.
 
     ``main`` runs with torch's intra-op thread count of ``--torch-threads`` (printed once, and
     restored afterwards). Also sends log messages of level INFO and above to stderr, so that the
-    experiment's progress (e.g. where it saves the policy) is visible.
+    experiment's progress (e.g. where it saves the policy) is visible. When ``main`` returns
+    what ``build_and_run`` returned, the runs' summary is printed and their result file written
+    (see :func:`~tianshou.scripts.summary.report_seed_results`), with the options (defaults
+    included) as the configuration.
 
     :param main: the script's entry point (see the module docstring).
     :param argv: the arguments; None reads ``sys.argv[1:]``.
@@ -228,4 +292,8 @@ def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     with torch_threads_from_args(threads):
-        return main(**kwargs)
+        result = main(**kwargs)
+        if isinstance(result, SeedResults):
+            config = _full_config(main, kwargs)
+            report_seed_results(result, task=str(config.get("task", "")), config=config)
+    return result

@@ -48,7 +48,7 @@ from tianshou.highlevel.config import (
     TrainingConfig,
 )
 from tianshou.highlevel.env import EnvFactory, has_display
-from tianshou.highlevel.experiment_result import ExperimentResult, SeedResults
+from tianshou.highlevel.experiment_result import ExperimentResult, RunRecord, SeedResults
 from tianshou.highlevel.logger import LoggerFactory, LoggerFactoryDefault, TLogger
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactory
 from tianshou.highlevel.params.collector import CollectorFactory
@@ -568,9 +568,22 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
             return OptimizerFactoryFactory.default()
         return self._optim_factory
 
+    def _algorithm_name(self) -> str:
+        """The algorithm's name, from the builder's (``PPOExperimentBuilder``: ``PPO``)."""
+        return type(self).__name__.removesuffix("ExperimentBuilder")
+
     def _default_name(self) -> str:
-        algorithm = type(self).__name__.removesuffix("ExperimentBuilder")
-        return f"{algorithm}_{datetime.now():%Y%m%d-%H%M%S}"
+        return f"{self._algorithm_name()}_{datetime.now():%Y%m%d-%H%M%S}"
+
+    def _run_record(self, experiment: Experiment) -> RunRecord:
+        """What ``experiment`` (built by this builder) runs and where it writes."""
+        config = experiment.config
+        directory = Experiment.persistence_dir_static(config.persistence_base_dir, experiment.name)
+        return RunRecord(
+            seed=config.seed,
+            algorithm=self._algorithm_name(),
+            directory=directory if config.persistence_enabled else None,
+        )
 
     def build(self) -> Experiment:
         """The experiment configured so far.
@@ -644,10 +657,14 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
             raise ValueError(f"num_experiments must be at least 1, got {num_experiments}")
         resolved_launcher = resolve_launcher(launcher)
         if num_experiments == 1:
-            return SeedResults.of_single_run(self.build().run())
+            experiment = self.build()
+            return SeedResults.of_single_run(experiment.run(), self._run_record(experiment))
         name = self._name or self._default_name()
         collection = self._build_seeded_collection(num_experiments, name)
-        results = SeedResults(collection.run(resolved_launcher))
+        results = SeedResults(
+            collection.run(resolved_launcher),
+            runs=[self._run_record(experiment) for experiment in collection.experiments],
+        )
         if perform_rliable_analysis:
             self._evaluate_with_rliable(
                 Experiment.persistence_dir_static(

@@ -5,11 +5,27 @@ Both are importable from :mod:`tianshou.highlevel.experiment` as well, where the
 library defines :class:`ExperimentResult`.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tianshou.data import InfoStats
 from tianshou.highlevel.world import World
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What one run of :meth:`~tianshou.highlevel.experiment.ExperimentBuilder.build_and_run`
+    was and where it wrote its files, for reports made after the runs ended (possibly in other
+    processes).
+
+    :param seed: the run's seed.
+    :param algorithm: the algorithm's name, e.g. ``"PPO"`` or ``"DiscreteSAC"``.
+    :param directory: the run directory (log, saved policy); None when persistence was off.
+    """
+
+    seed: int
+    algorithm: str
+    directory: str | None
 
 
 @dataclass
@@ -42,24 +58,35 @@ class SeedResults(list[InfoStats | None]):
     :param trainer_results: what each run's training returned, in seed order.
     :param world: the world of the run when there is exactly one and it ran in this process;
         the worlds of several runs stay in the launcher's processes.
+    :param runs: what each run was and where it wrote, in the order of ``trainer_results``;
+        empty if not known.
     """
 
     def __init__(
-        self, trainer_results: Iterable[InfoStats | None], world: World | None = None
+        self,
+        trainer_results: Iterable[InfoStats | None],
+        world: World | None = None,
+        runs: Sequence[RunRecord] = (),
     ) -> None:
         super().__init__(trainer_results)
         if world is not None and len(self) != 1:
             raise ValueError(f"a world belongs to a single run, but there are {len(self)} results")
+        if runs and len(runs) != len(self):
+            raise ValueError(f"{len(runs)} run records for {len(self)} results")
         self._world = world
+        self.runs: tuple[RunRecord, ...] = tuple(runs)
 
     @staticmethod
-    def of_single_run(result: ExperimentResult) -> "SeedResults":
+    def of_single_run(result: ExperimentResult, run: RunRecord | None = None) -> "SeedResults":
         """The results of one experiment run in this process: a list of one training result,
         which is also an :class:`ExperimentResult` with the run's world.
 
         :param result: what :meth:`~tianshou.highlevel.experiment.Experiment.run` returned.
+        :param run: what the run was and where it wrote; None if not known.
         """
-        return _SingleRunResults([result.trainer_result], result.world)
+        return _SingleRunResults(
+            [result.trainer_result], result.world, runs=() if run is None else (run,)
+        )
 
     @property
     def trainer_result(self) -> InfoStats | None:
