@@ -93,7 +93,9 @@ def seconds_per_call(
 
 
 def emit(record: dict[str, Any]) -> None:
-    """Print one benchmark result as a JSON line (floats rounded for readability)."""
+    """Print one benchmark result as a JSON line (floats rounded for readability), with the
+    torch intra-op thread count it ran with (``torch_threads``) unless the record states one."""
+    record = record | {"torch_threads": record.get("torch_threads", torch.get_num_threads())}
     rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}
     print(json.dumps(rounded), flush=True)
 

@@ -21,6 +21,7 @@ from benchmark.common import (
     random_transitions,
     seconds_per_call,
 )
+from tianshou.utils.torch_utils import torch_threads
 
 
 def naive_gae(
@@ -120,5 +121,13 @@ def test_measure_reports_rates_ratio_and_target(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_emit_prints_one_rounded_json_line(capsys: pytest.CaptureFixture[str]) -> None:
-    emit({"bench": "x", "ratio": 0.123456, "ok": True})
-    assert json.loads(capsys.readouterr().out) == {"bench": "x", "ratio": 0.1235, "ok": True}
+    with torch_threads(1):
+        emit({"bench": "x", "ratio": 0.123456, "ok": True})
+    assert json.loads(capsys.readouterr().out) == {
+        "bench": "x",
+        "ratio": 0.1235,
+        "ok": True,
+        "torch_threads": 1,  # every record says the thread count it ran with
+    }
+    emit({"bench": "y", "torch_threads": 4})  # unless it states its own
+    assert json.loads(capsys.readouterr().out)["torch_threads"] == 4
