@@ -33,8 +33,9 @@ unit: $(STAMP) docs-deps
 
 test: lint typecheck unit
 
-# Debian packages of the docs: Graphviz's `dot` draws the package-layer picture at every build,
-# and test/docs opens the built site in headless Chromium. Installed only when one is missing.
+# Debian packages of the docs tests: test/docs opens the built site in headless Chromium and
+# draws the package-layer picture with Graphviz's `dot`. Installed only when one is missing.
+# `make docs` itself needs neither (without `dot`, matplotlib draws the picture), nor root.
 docs-deps:
 	@if command -v dot >/dev/null && command -v chromium >/dev/null; then :; \
 	elif command -v apt-get >/dev/null; then \
@@ -47,7 +48,7 @@ docs-deps:
 DOCS_OUT ?= docs/_build
 
 # The documentation site (guides, API reference, benchmark, changelog), warnings as errors.
-docs: $(STAMP) docs-deps
+docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs $(DOCS_OUT)/html
 	@echo "Built the site: open file://$(abspath $(DOCS_OUT))/html/index.html in a browser"
 

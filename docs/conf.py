@@ -34,7 +34,13 @@ copyright = "the tianshou developers"
 release = importlib.import_module("tianshou").__version__
 version = release
 
-extensions = ["myst_parser", "sphinx.ext.autodoc"]
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.viewcode",
+    "sphinx_copybutton",
+]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build"]
@@ -49,6 +55,11 @@ autodoc_preserve_defaults = True
 add_module_names = False
 python_display_short_literal_types = True
 
+# The copy button leaves out prompts (`>>> `, `... `, `$ `) and the output lines of examples.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
+
 html_theme = "furo"
 html_title = f"tianshou {release}"
 
@@ -56,14 +67,18 @@ html_title = f"tianshou {release}"
 documented_as: dict[str, str] = {}
 
 
-def generate_sources(app: "Sphinx") -> None:
-    """Write the API pages and the layer picture before Sphinx reads the sources."""
+def docs_module(name: str) -> Any:
+    """Import one of the helper modules of ``docs/`` (not a package)."""
     sys.path.insert(0, str(DOCS_DIR))
     try:
-        gen_api = importlib.import_module("gen_api")
-        gen_layers = importlib.import_module("gen_layers")
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(DOCS_DIR))
+
+
+def generate_sources(app: "Sphinx") -> None:
+    """Write the API pages and the layer picture before Sphinx reads the sources."""
+    gen_api, gen_layers = docs_module("gen_api"), docs_module("gen_layers")
     documented_as.update(gen_api.write_api_pages("tianshou", Path(app.srcdir) / "api"))
     gen_layers.write_layer_svg(REPO_ROOT, "tianshou", Path(app.srcdir) / "_generated/layers.svg")
 
@@ -164,9 +179,18 @@ class ResolveImportedNames(SphinxPostTransform):
                 node["refspecific"] = False
 
 
+class LinkGuideCode(docs_module("inline_links").LinkInlineCode):  # type: ignore[misc]
+    """Links the guides' inline code, knowing the alias paths of the API pages."""
+
+    def canonical(self, name: str) -> str | None:
+        return canonical_target(name, None)
+
+
 def setup(app: "Sphinx") -> dict[str, Any]:
-    """Register the build hooks: source generation, and alias resolution of references."""
+    """Register the build hooks: source generation, alias resolution of references, and the
+    links of the guides' inline code."""
     app.connect("builder-inited", generate_sources)
     app.connect("missing-reference", resolve_alias)
     app.add_post_transform(ResolveImportedNames)
+    app.add_post_transform(LinkGuideCode)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

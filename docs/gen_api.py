@@ -125,10 +125,37 @@ def title(text: str, underline: str) -> list[str]:
     return [text, underline * len(text), ""]
 
 
+def defined_objects(module_name: str) -> list[str]:
+    """The dotted paths of the public classes and functions a module defines itself (what
+    ``automodule`` with ``:members:`` documents), by name."""
+    module = importlib.import_module(module_name)
+    return [
+        f"{module_name}.{name}"
+        for name, value in sorted(vars(module).items())
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module_name
+    ]
+
+
+def summary_table(page: PackagePage) -> list[str]:
+    """An ``autosummary`` table of every class and function on the page (name, linked, and the
+    first line of its docstring), so that a long page can be scanned before it is read."""
+    names = list(page.exported.get(page.name, []))
+    for module in page.modules:
+        names += defined_objects(module) + page.exported.get(module, [])
+    if not names:
+        return []
+    lines = [".. rubric:: On this page", "", ".. autosummary::", "   :nosignatures:", ""]
+    # relative to the page's package, which the page's automodule made the current module
+    return lines + [f"   {name.removeprefix(page.name + '.')}" for name in names] + [""]
+
+
 def page_source(page: PackagePage) -> str:
     """The reST source of one package's page."""
     lines = title(page.name, "=")
     lines += [f".. automodule:: {page.name}", ""]
+    lines += summary_table(page)
     lines += exported_directives(page.exported.get(page.name, []))
     if page.subpackages:
         lines += [".. toctree::", "   :maxdepth: 1", ""]

@@ -6,12 +6,15 @@ modules of ``A`` import modules of ``B``, labelled with the number of such impor
 only for type checking (under ``if TYPE_CHECKING:``) are drawn dashed: they tie the layers
 together for the type checker but not at run time. Graphviz's ``dot`` ranks the nodes so that
 edges point downwards where the graph allows; an edge pointing up is a layering violation.
+Without Graphviz (a machine where it cannot be installed), :func:`draw_with_matplotlib` draws
+the same graph in rows by the same rule, plainer but complete, so that the site builds anyway.
 
 The picture is redrawn at every docs build (``docs/conf.py`` calls :func:`write_layer_svg`), so
 it cannot drift from the code. Importing this module has no side effects.
 """
 
 import ast
+import io
 import shutil
 import subprocess
 from collections import Counter
@@ -128,21 +131,98 @@ def to_dot(runtime: Counter[Edge], typing_only: Counter[Edge]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_layer_svg(source_root: Path, root: str, svg_path: Path) -> None:
-    """Render the layer graph of package ``root`` to ``svg_path`` with Graphviz's ``dot``.
-
-    :raises RuntimeError: if ``dot`` is not installed (Debian package ``graphviz``).
+def layer_ranks(runtime: Counter[Edge], typing_only: Counter[Edge]) -> dict[str, int]:
+    """Each layer's row, counted from the top: one below the lowest layer importing it at run
+    time (the longest run-time import path from a layer nothing imports). An import that closes a
+    cycle is left out of the ranking, as ``dot`` does.
     """
+    nodes = sorted({layer for edge in [*runtime, *typing_only] for layer in edge})
+    importers: dict[str, list[str]] = {node: [] for node in nodes}
+    for source, target in runtime:
+        importers[target].append(source)
+    ranks: dict[str, int] = {}
+    on_path: set[str] = set()
+
+    def rank(node: str) -> int:
+        if node not in ranks:
+            on_path.add(node)
+            above = [rank(i) for i in sorted(importers[node]) if i not in on_path]
+            on_path.discard(node)
+            ranks[node] = 1 + max(above, default=-1)
+        return ranks[node]
+
+    for node in nodes:
+        rank(node)
+    return ranks
+
+
+def draw_with_matplotlib(runtime: Counter[Edge], typing_only: Counter[Edge]) -> str:
+    """The layer graph as SVG text drawn by matplotlib: a row per rank of :func:`layer_ranks`,
+    run-time imports as solid arrows labelled with their count, type-checking ones dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed; the docs build may run headless
+    from matplotlib import pyplot as plt
+
+    ranks = layer_ranks(runtime, typing_only)
+    rows: dict[int, list[str]] = {}
+    for node in sorted(ranks):
+        rows.setdefault(ranks[node], []).append(node)
+    width = max(len(row) for row in rows.values())
+    position = {
+        node: ((i + 0.5) * width / len(row), -rank)
+        for rank, row in rows.items()
+        for i, node in enumerate(row)
+    }
+    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif"}):
+        figure, axes = plt.subplots(figsize=(2.4 * width, 1.1 * len(rows) + 0.6))
+        for edges, style, colour in ((runtime, "-", "#555555"), (typing_only, "--", "#aaaaaa")):
+            for (source, target), count in sorted(edges.items()):
+                start, end = position[source], position[target]
+                axes.annotate(
+                    "",
+                    xy=end,
+                    xytext=start,
+                    arrowprops={
+                        "arrowstyle": "->",
+                        "linestyle": style,
+                        "color": colour,
+                        "shrinkA": 12,
+                        "shrinkB": 12,
+                    },
+                )
+                middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+                axes.text(*middle, str(count), fontsize=7, color=colour, ha="center")
+        for node, (x, y) in position.items():
+            axes.text(
+                x,
+                y,
+                node,
+                ha="center",
+                va="center",
+                fontsize=9,
+                bbox={"boxstyle": "round", "facecolor": "#eef3fb", "edgecolor": "#555555"},
+            )
+        axes.set_xlim(0, width)
+        axes.set_ylim(-max(rows) - 0.5, 0.5)
+        axes.axis("off")
+        buffer = io.StringIO()
+        figure.savefig(buffer, format="svg", bbox_inches="tight")
+        plt.close(figure)
+    return buffer.getvalue()
+
+
+def write_layer_svg(source_root: Path, root: str, svg_path: Path) -> None:
+    """Render the layer graph of package ``root`` to ``svg_path``: with Graphviz's ``dot`` when
+    it is installed, else with :func:`draw_with_matplotlib`."""
+    edges = import_edges(source_root, root)
     dot = shutil.which("dot")
     if dot is None:
-        raise RuntimeError(
-            "Graphviz's `dot` is needed to draw the package layers: install the Debian package "
-            "`graphviz` (`make docs-deps` does)."
-        )
+        svg = draw_with_matplotlib(*edges)
+    else:
+        svg = subprocess.run(
+            [dot, "-Tsvg"], input=to_dot(*edges), capture_output=True, text=True, check=True
+        ).stdout
     svg_path.parent.mkdir(parents=True, exist_ok=True)
-    description = to_dot(*import_edges(source_root, root))
-    svg = subprocess.run(
-        [dot, "-Tsvg"], input=description, capture_output=True, text=True, check=True
-    ).stdout
     if not svg_path.exists() or svg_path.read_text() != svg:
         svg_path.write_text(svg)

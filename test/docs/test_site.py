@@ -164,3 +164,37 @@ def test_browser_renders_the_index_and_an_api_page(built_site: BuiltSite) -> Non
     assert re.search(r"<h1>tianshou\.data<a", api_page)
     assert re.search(r"<h2>tianshou\.data\.collector<a", api_page)
     assert 'id="tianshou.data.collector.Collector"' in api_page
+
+
+def test_guides_link_the_objects_and_guides_their_code_names(built_site: BuiltSite) -> None:
+    data = (built_site.html_dir / "data.html").read_text()
+    # `Batch` in the guide's prose is a link to its entry in the API reference
+    batch_entry = r"api/tianshou\.data\.html#tianshou\.data\.batch\.Batch"
+    assert re.search(
+        rf'<a class="reference internal" href="{batch_entry}"[^>]*><code[^>]*>'
+        r'<span class="pre">Batch</span>',
+        data,
+    )
+    # `docs/spaces.md` in another guide is a link to that guide's page
+    memory = (built_site.html_dir / "memory.html").read_text()
+    assert '<a class="reference internal" href="spaces.html"><span class="doc">docs/spaces.md' in (
+        memory
+    )
+
+
+def test_api_pages_open_with_a_summary_table_and_link_the_source(built_site: BuiltSite) -> None:
+    page = (built_site.html_dir / "api/tianshou.algorithm.modelfree.html").read_text()
+    table = page[page.index('class="autosummary') : page.index("</table>")]
+    assert 'href="#tianshou.algorithm.modelfree.ppo.PPO"' in table
+    assert 'href="#tianshou.algorithm.modelfree.sac.SAC"' in table
+    first_entry = page.index('id="tianshou.algorithm.modelfree.a2c.A2C"')
+    assert page.index('class="autosummary') < first_entry
+    assert '<span class="viewcode-link">' in page
+    assert (built_site.html_dir / "_modules/tianshou/algorithm/modelfree/ppo.html").is_file()
+
+
+def test_code_blocks_get_a_copy_button_that_leaves_out_prompts(built_site: BuiltSite) -> None:
+    index = (built_site.html_dir / "index.html").read_text()
+    assert "copybutton.js" in index
+    settings = (built_site.html_dir / "_static/copybutton.js").read_text()
+    assert "formatCopyText(text, '>>> |\\\\.\\\\.\\\\. |\\\\$ ', true, true" in settings

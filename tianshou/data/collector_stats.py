@@ -38,7 +38,7 @@ def get_stddev_from_dist(dist: Distribution) -> torch.Tensor:
 
 
 def categorical_stddev(probs: torch.Tensor) -> torch.Tensor:
-    """The spread of the action index ``0 .. K-1`` under categorical ``probs`` ``(..., K)``,
+    """The spread of the action index (0 to K-1) under categorical ``probs`` ``(..., K)``,
     shaped ``(..., 1)``; row by row, so the rows of several steps can be computed at once."""
     values = torch.arange(probs.shape[-1], device=probs.device, dtype=probs.dtype)
     mean = (probs * values).sum(dim=-1, keepdim=True)

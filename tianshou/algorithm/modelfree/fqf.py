@@ -50,7 +50,7 @@ def fraction_proposal_loss(
 ) -> torch.Tensor:
     """The loss whose gradient with respect to the inner fractions is that of the 1-Wasserstein
     distance (Yang et al. 2019, Proposition 1): ``2 F^-1(tau_i) - F^-1(tau_hat_{i-1}) -
-    F^-1(tau_hat_i)`` for ``i = 1 .. N-1``.
+    F^-1(tau_hat_i)`` for i from 1 to N-1.
 
     Where the estimated quantile function is not monotone, each of the two differences takes
     the sign that keeps it a distance (as the published library and the authors' code do).
