@@ -43,7 +43,8 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+# the algorithm snippets are included into the family pages, not pages of their own
+exclude_patterns = ["_build", "_generated/algorithms"]
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
 
@@ -77,10 +78,14 @@ def docs_module(name: str) -> Any:
 
 
 def generate_sources(app: "Sphinx") -> None:
-    """Write the API pages and the layer picture before Sphinx reads the sources."""
+    """Write the API pages, the layer picture and the algorithm tables before Sphinx reads the
+    sources."""
     gen_api, gen_layers = docs_module("gen_api"), docs_module("gen_layers")
     documented_as.update(gen_api.write_api_pages("tianshou", Path(app.srcdir) / "api"))
     gen_layers.write_layer_svg(REPO_ROOT, "tianshou", Path(app.srcdir) / "_generated/layers.svg")
+    docs_module("gen_algorithms").write_algorithm_snippets(
+        Path(app.srcdir) / "_generated/algorithms"
+    )
 
 
 def canonical_target(target: str, module: str | None) -> str | None:

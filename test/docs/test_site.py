@@ -198,3 +198,27 @@ def test_code_blocks_get_a_copy_button_that_leaves_out_prompts(built_site: Built
     assert "copybutton.js" in index
     settings = (built_site.html_dir / "_static/copybutton.js").read_text()
     assert "formatCopyText(text, '>>> |\\\\.\\\\.\\\\. |\\\\$ ', true, true" in settings
+
+
+def test_landing_page_leads_a_newcomer_to_install_start_and_every_algorithm(
+    built_site: BuiltSite,
+) -> None:
+    index = (built_site.html_dir / "index.html").read_text()
+    for page in ("installation.html", "getting_started.html", "tutorials.html"):
+        assert f'href="{page}"' in index, page
+    for family in ("policy_gradient", "continuous_off_policy", "q_learning", "offline_imitation"):
+        assert f'href="algorithms/{family}.html"' in index, family
+        assert (built_site.html_dir / f"algorithms/{family}.html").is_file()
+    # the table links each algorithm to its API entry
+    assert 'href="api/tianshou.algorithm.modelfree.html#tianshou.algorithm.modelfree.ppo.PPO"' in (
+        index
+    )
+    # "install" finds the installation page in the search index
+    search_index = (built_site.html_dir / "searchindex.js").read_text()
+    assert '"installation"' in search_index and "instal" in search_index
+
+
+def test_getting_started_shows_the_readme_quick_start(built_site: BuiltSite) -> None:
+    page = (built_site.html_dir / "getting_started.html").read_text()
+    assert "run_training" in page and "DQNExperimentBuilder" in page
+    assert "quick-start: begin" not in page  # the markers stay out of the page

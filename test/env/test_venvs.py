@@ -207,7 +207,7 @@ def test_constructor_validation() -> None:
 
 def test_ray_vector_env_without_ray_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # makes ``import ray`` fail
-    with pytest.raises(ImportError, match="pip install 'ray"):
+    with pytest.raises(ImportError, match=r"pip install -c constraints.txt -e '\.\[ray\]'"):
         RayVectorEnv([CountEnv])
 
 

@@ -12,8 +12,9 @@ normalised scores.
 Data sets live under ``$MINARI_DATASETS_PATH`` (default ``~/.minari/datasets``). Nothing here
 downloads: fetch a public data set once with ``minari download <dataset id>``.
 
-Minari is an optional dependency (``pip install "minari[hdf5]"``, the ``offline`` extra); it is
-imported when one of these functions is called.
+Minari is an optional dependency (the ``offline`` extra:
+``pip install -c constraints.txt -e '.[offline]'`` from the checkout); it is imported when one of
+these functions is called.
 """
 
 from collections.abc import Sequence

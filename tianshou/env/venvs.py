@@ -34,6 +34,7 @@ from tianshou.env.worker import (
     RayEnvWorker,
     SubprocEnvWorker,
 )
+from tianshou.utils.optional_dependency import install_hint
 
 GYM_RESERVED_KEYS = ["metadata", "reward_range", "spec", "action_space", "observation_space"]
 """Attributes that read per-env lists through :meth:`BaseVectorEnv.get_env_attr`."""
@@ -558,9 +559,7 @@ class RayVectorEnv(BaseVectorEnv):
         try:
             import ray
         except ImportError as exc:
-            raise ImportError(
-                "RayVectorEnv needs ray: pip install 'ray>=2.9' (or the tianshou[ray] extra)"
-            ) from exc
+            raise ImportError(f"RayVectorEnv needs ray; {install_hint('ray')}") from exc
         if not ray.is_initialized():
             ray.init()
         worker_fn = partial(RayEnvWorker, step_timeout=step_timeout)

@@ -36,6 +36,7 @@ from tianshou.env import (
 )
 from tianshou.env.worker.worker_base import seed_env
 from tianshou.utils.net.common import TActionShape
+from tianshou.utils.optional_dependency import install_hint
 from tianshou.utils.string import ToStringMixin
 
 if TYPE_CHECKING:
@@ -417,8 +418,8 @@ class EnvPoolFactory:
             import envpool
         except ImportError as exc:
             raise ImportError(
-                f"{type(self).__name__} needs envpool: pip install envpool (or build the env "
-                f"factory without an envpool_factory to use gymnasium)"
+                f"{type(self).__name__} needs envpool (or build the env factory without an "
+                f"envpool_factory to use gymnasium); {install_hint('envpool')}"
             ) from exc
         envpool_task = self._transform_task(task)
         known = envpool.list_all_envs()

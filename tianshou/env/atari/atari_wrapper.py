@@ -48,13 +48,12 @@ from tianshou.env.atari._envpool_venv import EnvPoolAtariVenv, envpool_knows, en
 from tianshou.env.venvs import BaseVectorEnv
 from tianshou.highlevel.env import EnvFactoryRegistered, EnvMode, EnvPoolFactory, VectorEnvType
 from tianshou.highlevel.trainer import EpochStopCallback, TrainingContext
+from tianshou.utils.optional_dependency import install_hint
 
 try:
     import cv2
 except ImportError as exc:
-    raise ImportError(
-        "tianshou.env.atari needs OpenCV; install the atari extra: pip install 'tianshou[atari]'"
-    ) from exc
+    raise ImportError(f"tianshou.env.atari needs OpenCV; {install_hint('atari')}") from exc
 
 try:
     import ale_py

@@ -3,6 +3,8 @@ high-level API) never depends on it."""
 
 from types import ModuleType
 
+from tianshou.utils.optional_dependency import install_hint
+
 
 def import_optuna() -> ModuleType:
     """The ``optuna`` module.
@@ -12,8 +14,5 @@ def import_optuna() -> ModuleType:
     try:
         import optuna
     except ImportError as error:
-        raise ImportError(
-            "tianshou.highlevel.hpo needs Optuna; install the 'hpo' extra: "
-            "pip install 'tianshou[hpo]'"
-        ) from error
+        raise ImportError(f"tianshou.highlevel.hpo needs Optuna; {install_hint('hpo')}") from error
     return optuna

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tianshou.utils.logger.logger_base import VALID_LOG_VALS_TYPE, BaseLogger, TRestoredData
 from tianshou.utils.logger.tensorboard import TensorboardLogger
+from tianshou.utils.optional_dependency import install_hint
 
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
@@ -22,8 +23,7 @@ def _import_wandb() -> ModuleType:
         import wandb
     except ImportError as error:
         raise ImportError(
-            "WandbLogger needs the optional package 'wandb'; install it with "
-            "`pip install wandb` (or the 'wandb' extra of this package)"
+            f"WandbLogger needs the optional package 'wandb'; {install_hint('wandb')}"
         ) from error
     return wandb
 
