@@ -1,7 +1,11 @@
 """Recurrent PPO (LSTM or GRU actor and critic) on CartPole with the velocities hidden.
 
 A feed-forward PPO sees only the cart position and the pole angle and cannot balance the pole;
-the recurrent policy infers the velocities from the history and solves the task (195).
+the recurrent policy infers the velocities from the history and solves the task (195). The run
+trains all its 60 epochs (no early stop; ``--stop-return 195`` stops at the first test that
+reaches it), with 128 units, 8 passes over each batch and the learning rate decayed to 0. With
+the earlier defaults (30 epochs, 4 passes, 64 units, a constant rate and a stop at 195) the
+final test of seeds 0-2 ended at 202, 74 and 191.
 
     python -m examples.pomdp.recurrent_ppo --seed 0 --cell gru
 """
@@ -14,7 +18,7 @@ from gymnasium.spaces.utils import flatdim
 from torch.distributions import Categorical
 
 from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolicy, RecurrentPPO
-from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.algorithm.optim import AdamOptimizerFactory, LRSchedulerFactoryLinear
 from tianshou.data import Collector, VectorReplayBuffer
 from tianshou.env.pomdp import cartpole_without_velocities
 from tianshou.scripts.pomdp import RecurrentRun, base_parser, seeded_envs
@@ -24,17 +28,32 @@ from tianshou.utils.net.recurrent import RecurrentDiscreteActor, RecurrentValueN
 
 
 def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = base_parser(__doc__, epoch=30, epoch_num_steps=1024)
+    parser = base_parser(__doc__, epoch=60, epoch_num_steps=1024, hidden_size=128)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--chunk-len", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--update-step-num-repetitions", type=int, default=4)
+    parser.add_argument("--update-step-num-repetitions", type=int, default=8)
+    parser.add_argument(
+        "--lr-decay",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="decay the learning rate linearly to 0 over the run",
+    )
     return parser.parse_args(argv)
 
 
 def logits_categorical(logits: torch.Tensor) -> Categorical:
     """The actor outputs logits (one value per action and step)."""
     return Categorical(logits=logits)
+
+
+def optimizer(args: argparse.Namespace) -> AdamOptimizerFactory:
+    """Adam at ``--lr``, decayed linearly to 0 over the run with ``--lr-decay``."""
+    optim = AdamOptimizerFactory(lr=args.lr)
+    if args.lr_decay:
+        steps = args.epoch_num_steps
+        optim.with_lr_scheduler_factory(LRSchedulerFactoryLinear(args.epoch, steps, steps))
+    return optim
 
 
 def main(argv: Sequence[str] | None = None) -> float:
@@ -62,7 +81,7 @@ def train(args: argparse.Namespace) -> float:
     )
     algorithm = RecurrentPPO(
         policy=policy,
-        optim=AdamOptimizerFactory(lr=args.lr),
+        optim=optimizer(args),
         chunk_len=args.chunk_len,
         ent_coef=0.0,
         max_grad_norm=0.5,
@@ -85,7 +104,7 @@ def train(args: argparse.Namespace) -> float:
             update_step_num_repetitions=args.update_step_num_repetitions,
             batch_size=args.batch_size,
             test_step_num_episodes=args.num_test_envs,
-            stop_fn=lambda mean_return: mean_return >= 195.0,
+            stop_fn=run.stop_fn(),
             logger=run.logger(),
             save_best_fn=run.save,
             show_progress=False,

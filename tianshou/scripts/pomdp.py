@@ -32,15 +32,23 @@ EnvFactory = Callable[[], gym.Env]
 """Makes one env of a script's task."""
 
 
-def base_parser(description: str | None, epoch: int, epoch_num_steps: int) -> ArgumentParser:
-    """The options every recurrent script has; the defaults solve the task with most seeds."""
+def base_parser(
+    description: str | None, epoch: int, epoch_num_steps: int, hidden_size: int = 64
+) -> ArgumentParser:
+    """The options every recurrent script has; the defaults solve the task with most seeds.
+
+    :param description: the script's docstring (its first line describes the script).
+    :param epoch: the default number of epochs (all are trained unless ``--stop-return``).
+    :param epoch_num_steps: the default env steps per epoch.
+    :param hidden_size: the default width of the recurrent networks.
+    """
     parser = ArgumentParser(description=(description or "").split("\n")[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epoch", type=int, default=epoch)
     parser.add_argument("--epoch-num-steps", type=int, default=epoch_num_steps)
     parser.add_argument("--num-training-envs", type=int, default=8)
     parser.add_argument("--num-test-envs", type=int, default=10, help="also test episodes")
-    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--hidden-size", type=int, default=hidden_size)
     parser.add_argument("--cell", default="lstm", choices=["lstm", "gru"])
     parser.add_argument(
         "--persistence-base-dir",
@@ -48,6 +56,12 @@ def base_parser(description: str | None, epoch: int, epoch_num_steps: int) -> Ar
         help="runs write their log, policy and result file to <this>/<task>/<algo>/<seed>",
     )
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--stop-return",
+        type=float,
+        default=None,
+        help="stop training once a test's mean return reaches this (default: train all epochs)",
+    )
     parser.add_argument("--resume-path", default=None, help="a saved policy.pth to load")
     parser.add_argument(
         "--watch", action="store_true", help="only evaluate the loaded policy, no training"
@@ -123,6 +137,13 @@ class RecurrentRun:
             )
         finally:
             envs.close()
+
+    def stop_fn(self) -> Callable[[float], bool] | None:
+        """The trainer's ``stop_fn`` of ``--stop-return``: None (train all epochs) if not set."""
+        stop_return = self.args.stop_return
+        if stop_return is None:
+            return None
+        return lambda mean_return: mean_return >= stop_return
 
     def watch(self, algorithm: Algorithm) -> float:
         """Evaluate the (loaded) policy as :meth:`test` does, print and return its mean return."""
