@@ -3,8 +3,9 @@
 Every run is the algorithm's ``examples/mujoco`` script with its published defaults; only the
 task, the seed and the budget (``--env-steps``, spent in whole epochs of the script's length)
 change. Runs go to ``OUT/runs/<task>/<algorithm>/seed<k>/`` (the TensorBoard log, ``result.json``
-and ``config.json``); the report is ``OUT/summary.json``, ``OUT/table.md``, ``OUT/<task>.png``
-and ``OUT/aggregate.png``, built from every finished run under ``OUT``.
+and ``config.json``); the report is ``OUT/summary.json``, ``OUT/table.md``, the learning curves
+``OUT/<task>-off-policy.png`` and ``OUT/<task>-on-policy.png`` (one per budget family present) and
+``OUT/aggregate.png``, built from every finished run under ``OUT``.
 
 Rerunning a command skips its finished runs and continues unfinished ones from their last
 checkpoint; Ctrl-C stops every run. ::

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 DOCS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = DOCS_DIR.parent
+if str(REPO_ROOT) not in sys.path:  # the benchmark page reads the results through `benchmark`
+    sys.path.insert(0, str(REPO_ROOT))
 
 project = "tianshou"
 author = "the tianshou developers"
@@ -44,9 +46,9 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 # the algorithm snippets are included into the family pages, not pages of their own
-exclude_patterns = ["_build", "_generated/algorithms"]
+exclude_patterns = ["_build", "_generated/algorithms", "_generated/benchmark"]
 myst_heading_anchors = 3
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "attrs_inline"]
 
 # Signatures show the annotations; the docstrings are reST field lists (``:param x:``), which
 # autodoc reads without napoleon. Members appear in source order, which is the order of reading.
@@ -86,6 +88,7 @@ def generate_sources(app: "Sphinx") -> None:
     docs_module("gen_algorithms").write_algorithm_snippets(
         Path(app.srcdir) / "_generated/algorithms"
     )
+    docs_module("gen_benchmark").write_benchmark_tables(Path(app.srcdir) / "_generated/benchmark")
 
 
 def canonical_target(target: str, module: str | None) -> str | None:

@@ -12,6 +12,7 @@ A run directory holds, besides the script's log (:data:`~benchmark.campaign.plan
 * ``failure.json``: the error of the last attempt, if it failed (the launchers write it).
 """
 
+import itertools
 import json
 import os
 import platform
@@ -59,6 +60,8 @@ RESULT_KEYS = (
 TEST_RETURN_TAG = "test/returns_stat/mean"
 TEST_RETURN_STD_TAG = "test/returns_stat/std"
 CHECKPOINT_ENV_STEP_TAG = "save/env_step"
+SESSION_TIME_TAG = "info/timing/total_time"
+"""Seconds since the trainer's start in this session, logged at every epoch's end."""
 
 
 class SpecMismatchError(ValueError):
@@ -90,6 +93,33 @@ def read_scalar(log_path: Path, tag: str) -> tuple[list[int], list[float]]:
                     by_step[int(event.step)] = float(value.simple_value)
     steps = sorted(by_step)
     return steps, [by_step[step] for step in steps]
+
+
+def earlier_sessions_wall_s(log_path: Path) -> list[float]:
+    """The wall time of each session of a resumed run but the last, from the trainer's logged
+    ``info/timing/total_time`` (seconds since the session's start, logged per epoch).
+
+    Every session writes its own event file; a session's time counts up to its last epoch
+    before the next session's first one (the epoch it resumed from), so epochs repeated after a
+    resume are counted once. A run that was never resumed has one file and no earlier session.
+    """
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    sessions: list[dict[int, float]] = []
+    for path in sorted(log_path.glob("events.out.tfevents.*")):
+        times = {
+            int(event.step): float(value.simple_value)
+            for event in LegacyEventFileLoader(str(path)).Load()
+            for value in event.summary.value
+            if value.tag == SESSION_TIME_TAG
+        }
+        if times:
+            sessions.append(times)
+    walls = []
+    for session, following in itertools.pairwise(sessions):
+        kept = [step for step in session if step < min(following)]
+        walls.append(session[max(kept)] if kept else 0.0)
+    return walls
 
 
 def checkpoint_path(spec: RunSpec, run_dir: Path) -> Path:
@@ -130,7 +160,8 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
     An off-policy run's checkpoint holds its replay buffer, so the resumed run goes on with the
     transitions it had collected and skips the uniformly random warm-up; only a checkpoint
     without the buffer (written before checkpoints kept it) collects the warm-up again. The
-    result's ``wall_s`` and ``env_steps_per_s`` are of this last session
+    result's ``wall_s`` is the run's whole wall time, its sessions' times (``wall_s_sessions``,
+    the earlier ones read from the log) added up; ``env_steps_per_s`` is of the last session
     (``resumed_from_env_step`` says where it started).
 
     :param commit: the source version to record (the driver's ``git`` commit; a Ray worker
@@ -162,6 +193,7 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
     if not returns:
         raise RuntimeError(f"{spec.label}: the script logged no test returns")
     trainer_steps = int(info.train_step)
+    sessions_wall_s = [*earlier_sessions_wall_s(script_log_path(spec, run_dir)), wall_s]
     config = _relative_to(vars(args), run_dir)
     result = {
         "task": spec.task,
@@ -176,7 +208,8 @@ def execute_run(spec: RunSpec, run_dir: Path, commit: str) -> dict[str, Any]:
         "test_episodes": args.num_test_envs,
         "final_return": returns[-1],
         "best_return": max(returns),
-        "wall_s": wall_s,
+        "wall_s": sum(sessions_wall_s),
+        "wall_s_sessions": sessions_wall_s,
         "env_steps_per_s": (session_warmup + trainer_steps - (resumed_from or 0)) / wall_s,
         "resumed_from_env_step": None if resumed_from is None else warmup + resumed_from,
         "version": _tianshou_version(),

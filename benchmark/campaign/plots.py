@@ -1,5 +1,7 @@
 """The campaign's figures: a task's learning curves (mean and 95% bootstrap band over seeds per
-algorithm), and the aggregate over tasks (rliable's IQM with its interval, and performance
+algorithm), one figure per task and budget family (the off-policy algorithms at their short
+budget, the on-policy ones at their long one, so that neither is squeezed into a corner of the
+other's axis), and the aggregate over tasks (rliable's IQM with its interval, and performance
 profiles).
 
 Returns of different tasks are not comparable, and the MuJoCo tasks have no agreed reference
@@ -16,6 +18,10 @@ import numpy as np
 
 from benchmark.campaign.plan import available_algorithms
 from benchmark.campaign.report import BOOTSTRAP_REPS, BOOTSTRAP_SEED, CONFIDENCE, iqm_intervals
+from tianshou.evaluation.rliable_evaluation import seeded_global_rng
+
+LINE_STYLES = ("-", "--", "-.", ":")
+OFF_POLICY, ON_POLICY = "off-policy", "on-policy"
 
 
 def _pyplot() -> Any:
@@ -28,11 +34,24 @@ def _pyplot() -> Any:
     return plt
 
 
-def algorithm_color(algorithm: str) -> str:
-    """The colour of ``algorithm`` in every figure (matplotlib's default cycle)."""
+def algorithm_style(algorithm: str) -> tuple[str, str]:
+    """The colour and line style of ``algorithm`` in every figure: a colour of its own among
+    the known algorithms (matplotlib's ten-colour cycle), and a line style that also tells
+    neighbouring colours apart in print."""
     known = available_algorithms()
     index = known.index(algorithm) if algorithm in known else len(known)
-    return f"C{index % 10}"
+    return f"C{index % 10}", LINE_STYLES[index % len(LINE_STYLES)]
+
+
+def algorithm_color(algorithm: str) -> str:
+    """The colour of ``algorithm`` in every figure (see :func:`algorithm_style`)."""
+    return algorithm_style(algorithm)[0]
+
+
+def budget_family(runs: Sequence[dict[str, Any]]) -> str:
+    """``off-policy`` for runs that start with a random warm-up (the off-policy scripts, run at
+    a short budget), else ``on-policy``."""
+    return OFF_POLICY if any(run.get("warmup_env_steps", 0) for run in runs) else ON_POLICY
 
 
 def mean_band(
@@ -66,25 +85,49 @@ def plot_learning_curves(
     runs_by_algorithm: dict[str, list[dict[str, Any]]],
     path: Path,
     reps: int = BOOTSTRAP_REPS,
+    title: str | None = None,
 ) -> None:
     """Write ``task``'s learning curves to ``path``: test return against env steps, the mean
-    over seeds and its 95% bootstrap band (``reps`` resamples), one colour per algorithm."""
+    over seeds and its 95% bootstrap band (``reps`` resamples), one colour and line style per
+    algorithm, the legend beside the axes.
+
+    :param title: the figure's title; None: the task.
+    """
     plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    figure, axes = plt.subplots(figsize=(7.6, 4.0))
     for algorithm, runs in sorted(runs_by_algorithm.items()):
         grid, curves = common_curves(runs)
         mean, low, high = mean_band(curves, reps)
-        color = algorithm_color(algorithm)
-        axes.plot(grid, mean, color=color, label=f"{algorithm} ({len(runs)} seeds)")
-        axes.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
-    axes.set_title(task)
+        color, style = algorithm_style(algorithm)
+        axes.plot(
+            grid, mean, color=color, linestyle=style, label=f"{algorithm} ({len(runs)} seeds)"
+        )
+        axes.fill_between(grid, low, high, color=color, alpha=0.15, linewidth=0)
+    axes.set_title(title or task)
     axes.set_xlabel("env steps")
     axes.set_ylabel("test return")
     axes.grid(alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
+
+
+def plot_task_families(
+    task: str, runs_by_algorithm: dict[str, list[dict[str, Any]]], out: Path, reps: int
+) -> list[Path]:
+    """Write one learning-curve figure of ``task`` per budget family present
+    (``<task>-off-policy.png``, ``<task>-on-policy.png``); return their paths."""
+    families: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for algorithm, runs in runs_by_algorithm.items():
+        families.setdefault(budget_family(runs), {})[algorithm] = runs
+    paths = []
+    for family, runs in sorted(families.items()):
+        budget = max(run["env_steps"] for group in runs.values() for run in group)
+        path = out / f"{task}-{family}.png"
+        title = f"{task}: {family} algorithms at {budget / 1e3:,.0f}k env steps"
+        plot_learning_curves(task, runs, path, reps, title=title)
+        paths.append(path)
+    return paths
 
 
 def normalized_scores(results: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -131,9 +174,10 @@ def plot_aggregate(
 
     points, intervals = iqm_intervals(scores, reps)
     taus = np.linspace(0.0, 1.0, 51)
-    profiles, profile_cis = library.create_performance_profile(
-        scores, taus, reps=max(reps // 10, 100), confidence_interval_size=CONFIDENCE
-    )
+    with seeded_global_rng(BOOTSTRAP_SEED):  # rliable draws the profiles' resamples from it
+        profiles, profile_cis = library.create_performance_profile(
+            scores, taus, reps=max(reps // 10, 100), confidence_interval_size=CONFIDENCE
+        )
     figure, (iqm_axes, profile_axes) = plt.subplots(1, 2, figsize=(11, 4.2))
     algorithms = sorted(scores)
     colors = {algorithm: algorithm_color(algorithm) for algorithm in algorithms}

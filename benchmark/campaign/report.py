@@ -9,7 +9,6 @@ is none, and the report says that instead.
 """
 
 import json
-import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -19,11 +18,14 @@ from typing import Any
 import numpy as np
 
 from benchmark.campaign.execute import FAILURE_FILE, RESULT_FILE, RESULT_KEYS
+from tianshou.evaluation.rliable_evaluation import seeded_global_rng
 
 BOOTSTRAP_REPS = 10_000
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
 """The bootstrap's random seed, so that the same results give the same report."""
+DIRTY_SUFFIX = "+dirty"
+"""Ends the recorded commit of a run made from a working tree with uncommitted changes."""
 
 SUMMARY_FILE = "summary.json"
 TABLE_FILE = "table.md"
@@ -80,14 +82,14 @@ def iqm_intervals(
     name, a seeds x tasks matrix), with this report's confidence and bootstrap seed."""
     from rliable import library, metrics
 
-    with warnings.catch_warnings():  # rliable passes arch a RandomState, which arch deprecates
-        warnings.simplefilter("ignore", FutureWarning)
+    # arch, which rliable's bootstrap runs on, draws from numpy's global generator whatever
+    # random_state rliable hands it, so the global generator is seeded for the bootstrap
+    with seeded_global_rng(BOOTSTRAP_SEED):
         return library.get_interval_estimates(
             scores,
             lambda m: np.array([metrics.aggregate_iqm(m)]),
             reps=reps,
             confidence_interval_size=CONFIDENCE,
-            random_state=np.random.RandomState(BOOTSTRAP_SEED),
         )
 
 
@@ -96,6 +98,7 @@ def summarize_cell(results: Sequence[dict[str, Any]], reps: int = BOOTSTRAP_REPS
     resamples)."""
     finals = [float(r["final_return"]) for r in results]
     bests = [float(r["best_return"]) for r in results]
+    whole = [r["wall_s"] for r in results if has_whole_wall_time(r)]
     iqm, interval = iqm_interval(finals, reps)
     return {
         "task": results[0]["task"],
@@ -104,13 +107,22 @@ def summarize_cell(results: Sequence[dict[str, Any]], reps: int = BOOTSTRAP_REPS
         "env_steps": sorted({int(r["env_steps"]) for r in results}),
         "final_return": _moments(finals) | {"iqm": iqm, "iqm_ci95": interval and list(interval)},
         "best_return": _moments(bests),
-        "wall_s_mean": float(np.mean([r["wall_s"] for r in results])),
+        "wall_s_mean": float(np.mean(whole)) if whole else None,
+        "wall_s_runs": len(whole),
         "env_steps_per_s_mean": float(np.mean([r.get("env_steps_per_s", np.nan) for r in results])),
         "test_episodes": sorted({r.get("test_episodes") for r in results}, key=str),
         "resumed_seeds": [r["seed"] for r in results if r.get("resumed_from_env_step")],
+        "dirty_seeds": [r["seed"] for r in results if str(r["commit"]).endswith(DIRTY_SUFFIX)],
         "commits": sorted({r["commit"] for r in results}),
         "versions": sorted({r["version"] for r in results}),
     }
+
+
+def has_whole_wall_time(result: dict[str, Any]) -> bool:
+    """Whether ``result["wall_s"]`` covers the whole run: a run never resumed, or one whose
+    sessions were added up (``wall_s_sessions``; older resumed runs recorded their last session
+    only)."""
+    return "wall_s_sessions" in result or not result.get("resumed_from_env_step")
 
 
 def _moments(values: Sequence[float]) -> dict[str, Any]:
@@ -171,8 +183,9 @@ def render_table(summary: dict[str, Any]) -> str:
             f"| {cell['task']} | {cell['algorithm']} | {len(cell['seeds'])} "
             f"| {' / '.join(f'{steps:,}' for steps in cell['env_steps'])} "
             f"| {_mean_std(final)} | {_number(final['iqm'])} {ci_text} | {_mean_std(best)} "
-            f"| {_duration(cell['wall_s_mean'])} | {cell['env_steps_per_s_mean']:,.0f} |"
+            f"| {_wall_time(cell)} | {cell['env_steps_per_s_mean']:,.0f} |"
         )
+    lines += _marked_runs(summary["cells"])
     if summary["failures"]:
         lines += ["", "Failed runs (their last attempt):", ""]
         lines += [
@@ -185,9 +198,37 @@ def render_table(summary: dict[str, Any]) -> str:
         "script's test episodes) of each seed; mean ± sample std and the interquartile mean "
         f"with its {CONFIDENCE:.0%} bootstrap confidence interval (rliable, "
         f"{summary['bootstrap_reps']:,} resamples) are over seeds. Best return: the highest "
-        "test return during training. Env steps include the off-policy scripts' random warm-up.",
+        "test return during training. Env steps include the off-policy scripts' random warm-up. "
+        "Wall time: per whole run, all its sessions added up; * marks a mean that leaves out "
+        "runs resumed before the runner recorded earlier sessions.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _wall_time(cell: dict[str, Any]) -> str:
+    if cell["wall_s_mean"] is None:
+        return "n/a"
+    partial = "*" if cell["wall_s_runs"] < len(cell["seeds"]) else ""
+    return _duration(cell["wall_s_mean"]) + partial
+
+
+def _marked_runs(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines naming the runs that were resumed from a checkpoint or made from a modified
+    working tree, so that a reader can weigh them."""
+    lines = []
+    for key, what in (
+        ("resumed_seeds", "resumed from a checkpoint"),
+        ("dirty_seeds", f"made from a working tree with uncommitted changes ({DIRTY_SUFFIX})"),
+    ):
+        marked = [
+            f"{cell['task']} {cell['algorithm']} seed{'s' if len(cell[key]) > 1 else ''} "
+            + ", ".join(map(str, cell[key]))
+            for cell in cells
+            if cell.get(key)
+        ]
+        if marked:
+            lines += ["", f"Runs {what}: {'; '.join(marked)}."]
+    return lines
 
 
 def _number(value: float) -> str:
@@ -211,7 +252,7 @@ def _duration(seconds: float) -> str:
 def write_report(out: Path, reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
     """Write ``summary.json``, ``table.md`` and the figures for every finished run under
     ``out``, with ``reps`` bootstrap resamples for each interval; return the summary."""
-    from benchmark.campaign.plots import plot_aggregate, plot_learning_curves
+    from benchmark.campaign.plots import plot_aggregate, plot_task_families
 
     results = load_results(out)
     summary = build_summary(results, load_failures(out), reps)
@@ -221,7 +262,7 @@ def write_report(out: Path, reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
     cells = group_cells(results)
     for task in sorted({task for task, _ in cells}):
         by_algorithm = {algo: runs for (t, algo), runs in cells.items() if t == task}
-        plot_learning_curves(task, by_algorithm, out / f"{task}.png", reps)
+        plot_task_families(task, by_algorithm, out, reps)
     plot_aggregate(results, out / "aggregate.png", reps)
     return summary
 

@@ -26,7 +26,11 @@ import argparse
 import json
 import os
 import platform
+import shlex
+import subprocess
+import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +120,9 @@ class PeriodicTest(BaseCallback):
         return totals
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and test one seed; returns the campaign runner's result record."""
+def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """Train and test one seed; returns the campaign runner's result record (the same keys as
+    the runner's, ``argv`` as the recorded command's options)."""
     env = gym.make(args.task)
     model = build(args.algorithm, env, args.seed)
     start = CONFIGS[args.algorithm]["learning_starts"]
@@ -139,9 +144,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "best_return": max(test.returns),
         "wall_s": wall,
         "env_steps_per_s": args.env_steps / wall,
+        "requested_env_steps": args.env_steps,
+        "resumed_from_env_step": None,
         "version": f"stable-baselines3 {stable_baselines3.__version__}",
-        "commit": f"stable-baselines3 {stable_baselines3.__version__}",
-        "config": CONFIGS[args.algorithm],
+        "commit": source_commit(),
+        "command": shlex.join(["benchmark/peers/sb3_mujoco.py", *argv]),
+        "config": run_config(args),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spec": {
             "task": args.task,
             "algorithm": args.algorithm,
@@ -160,6 +169,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def run_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's configuration as written to ``config.json``: SB3's settings and the options."""
+    return {**CONFIGS[args.algorithm], **{k: str(v) for k, v in vars(args).items()}}
+
+
+def source_commit() -> str:
+    """This repository's ``git`` commit (``+dirty`` with uncommitted changes to tracked files),
+    as the campaign runner records it; ``unknown`` outside a repository."""
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*command: str) -> str:
+        return subprocess.run(
+            ["git", *command], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--algorithm", choices=sorted(CONFIGS), required=True)
@@ -169,14 +201,16 @@ def main() -> None:
     parser.add_argument("--test-every", type=int, default=5_000)
     parser.add_argument("--test-episodes", type=int, default=10)
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    args = parser.parse_args(argv)
     target = args.out / "runs" / args.task / args.algorithm / f"seed{args.seed}" / "result.json"
     if target.exists():
         print(f"{target} exists: skipped")
         return
     torch.set_num_threads(1)
-    result = run(args)
+    result = run(args, argv)
     target.parent.mkdir(parents=True, exist_ok=True)
+    (target.parent / "config.json").write_text(json.dumps(result["config"], indent=1))
     target.with_suffix(".tmp").write_text(json.dumps(result, indent=1))
     target.with_suffix(".tmp").replace(target)
     print(

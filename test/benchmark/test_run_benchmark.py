@@ -93,7 +93,8 @@ def check_local_campaign(out: Path, output: str, code: int) -> None:
     assert (failure["algorithm"], failure["seed"]) == ("reinforce", 0)
     assert "VectorReplayBuffer of size 0" in failure["error"]
     assert "reinforce seed0: exit code 1" in (out / "table.md").read_text()
-    assert (out / "Hopper-v5.png").stat().st_size > 0
+    for family in ("off-policy", "on-policy"):  # SAC and PPO: one figure per budget family
+        assert (out / f"Hopper-v5-{family}.png").stat().st_size > 0
     assert (out / "aggregate.png").stat().st_size > 0
 
 
@@ -246,7 +247,7 @@ def test_local_and_two_node_ray_launchers_run_a_campaign_to_the_same_files(
         assert ray_result.keys() == local_result.keys()
         assert ray_result["config"] == local_result["config"]  # paths relative to the run
         assert ray_result["env_steps"] == local_result["env_steps"]
-    for name in ("summary.json", "table.md", "Hopper-v5.png", "aggregate.png"):
+    for name in ("summary.json", "table.md", "Hopper-v5-on-policy.png", "aggregate.png"):
         assert (ray_out / name).exists()
 
 

@@ -222,3 +222,16 @@ def test_getting_started_shows_the_readme_quick_start(built_site: BuiltSite) -> 
     page = (built_site.html_dir / "getting_started.html").read_text()
     assert "run_training" in page and "DQNExperimentBuilder" in page
     assert "quick-start: begin" not in page  # the markers stay out of the page
+
+
+def test_benchmark_page_shows_every_figure_and_the_comparison_tables(
+    built_site: BuiltSite,
+) -> None:
+    page = (built_site.html_dir / "benchmark.html").read_text()
+    for task in ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5"):
+        for family in ("off-policy", "on-policy"):
+            assert f'src="_images/{task}-{family}.png"' in page, (task, family)
+    assert 'src="_images/Ant-v5-on-policy.png"' in page
+    assert 'src="_images/aggregate.png"' in page
+    assert "best, published" in page and "final, SB3" in page
+    assert "\u00a0±\u00a0" in page  # figures joined so that the table cannot wrap them

@@ -109,10 +109,15 @@ class EvaluationSequenceEntry:
 
 
 @contextmanager
-def _seeded_global_rng(seed: int) -> Iterator[None]:
-    """Seed numpy's global random generator (which rliable's bootstrap draws from) for the
-    duration of the block and restore its previous state afterwards, leaving other users of the
-    global generator undisturbed."""
+def seeded_global_rng(seed: int) -> Iterator[None]:
+    """Seed numpy's global random generator for the duration of the block and restore its
+    previous state afterwards, leaving other users of the global generator undisturbed.
+
+    rliable's performance profiles (and its bootstrap without a ``random_state``) draw from that
+    generator, so an evaluation run inside this block gives the same intervals every time.
+
+    :param seed: the seed for the block.
+    """
     state = np.random.get_state()
     np.random.seed(seed)
     try:
@@ -139,7 +144,7 @@ def _iqm_with_interval(name: str, returns_RE: np.ndarray) -> tuple[np.ndarray, n
     interval ``(2, E)`` (lower and upper bounds)."""
     from rliable import library
 
-    with _seeded_global_rng(BOOTSTRAP_SEED):
+    with seeded_global_rng(BOOTSTRAP_SEED):
         iqm, iqm_ci = library.get_interval_estimates(
             {name: returns_RE[:, None, :]},
             _iqm_over_steps,
@@ -156,7 +161,7 @@ def _profile_with_interval(
     ``(T,)`` and its confidence interval ``(2, T)``."""
     from rliable import library
 
-    with _seeded_global_rng(BOOTSTRAP_SEED):
+    with seeded_global_rng(BOOTSTRAP_SEED):
         profiles, profile_cis = library.create_performance_profile(
             {name: final_R[:, None]},
             thresholds_T,

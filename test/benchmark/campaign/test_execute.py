@@ -11,9 +11,11 @@ from torch.utils.tensorboard import SummaryWriter
 from benchmark.campaign.execute import (
     FAILURE_FILE,
     RESULT_FILE,
+    SESSION_TIME_TAG,
     SpecMismatchError,
     checkpoint_path,
     clear_failure,
+    earlier_sessions_wall_s,
     read_result,
     read_scalar,
     record_failure,
@@ -75,3 +77,19 @@ def test_failures_are_noted_and_forgotten(tmp_path: Path) -> None:
     clear_failure(tmp_path / "run")
     assert not (tmp_path / "run" / FAILURE_FILE).exists()
     clear_failure(tmp_path / "run")  # nothing to forget is fine
+
+
+def test_earlier_sessions_count_up_to_the_epoch_the_next_one_resumed_from(
+    tmp_path: Path,
+) -> None:
+    # session 1 ran epochs 1-4 (its checkpoint was of epoch 3), session 2 resumed at epoch 4,
+    # was stopped after it, and session 3 resumed at epoch 5
+    sessions = ({1: 10.0, 2: 20.0, 3: 30.0, 4: 40.0}, {4: 12.0}, {5: 9.0, 6: 18.0})
+    for session in sessions:
+        writer = SummaryWriter(str(tmp_path))
+        for epoch, seconds in session.items():
+            writer.add_scalar(SESSION_TIME_TAG, seconds, global_step=epoch)
+        writer.close()
+        time.sleep(1.1)  # event file names start with the second they were opened
+    assert earlier_sessions_wall_s(tmp_path) == [30.0, 12.0]  # the last one is the caller's
+    assert earlier_sessions_wall_s(tmp_path / "no-log") == []

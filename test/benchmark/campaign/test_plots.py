@@ -1,10 +1,21 @@
 """The figures' numbers: runs put on one grid of env steps, and the bootstrap band of their
-mean; the per-task normalisation of the aggregate."""
+mean; the per-task normalisation of the aggregate; one figure per budget family, a style per
+algorithm."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmark.campaign.plots import common_curves, mean_band, normalized_scores
+from benchmark.campaign.plan import available_algorithms
+from benchmark.campaign.plots import (
+    algorithm_style,
+    budget_family,
+    common_curves,
+    mean_band,
+    normalized_scores,
+    plot_task_families,
+)
 
 
 def run(task: str, algorithm: str, seed: int, steps: list[int], returns: list[float]) -> dict:
@@ -55,3 +66,19 @@ def test_scores_are_normalised_per_task_between_its_lowest_and_highest_run() -> 
     scores = normalized_scores(runs)
     assert scores["a"].tolist() == [[0.0, 0.0], [0.5, 1.0]]
     assert scores["b"].tolist() == [[1.0, 0.5]]
+
+
+def test_every_known_algorithm_has_its_own_colour_and_style() -> None:
+    styles = [algorithm_style(algorithm) for algorithm in available_algorithms()]
+    assert len(set(styles)) == len(styles)
+    assert len({color for color, _ in styles}) == len(styles)  # colours alone tell them apart
+
+
+def test_each_budget_family_of_a_task_gets_its_own_figure(tmp_path: Path) -> None:
+    sac = [run("T", "sac", seed, [1000, 2000], [1.0, 2.0]) | {"warmup_env_steps": 1000,
+           "env_steps": 2000} for seed in (0, 1)]  # fmt: skip
+    ppo = [run("T", "ppo", seed, [0, 9000], [1.0, 5.0]) | {"env_steps": 9000} for seed in (0, 1)]
+    paths = plot_task_families("T", {"sac": sac, "ppo": ppo}, tmp_path, reps=50)
+    assert [p.name for p in paths] == ["T-off-policy.png", "T-on-policy.png"]
+    assert budget_family(sac) == "off-policy" and budget_family(ppo) == "on-policy"
+    assert all(p.stat().st_size > 0 for p in paths)

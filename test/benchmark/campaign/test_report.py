@@ -80,7 +80,7 @@ def test_table_has_a_row_per_task_and_algorithm(campaign: Path) -> None:
 
 def test_figures_are_written(campaign: Path) -> None:
     write_report(campaign, REPS)
-    for name in ("Hopper-v5.png", "Walker2d-v5.png", "aggregate.png"):
+    for name in ("Hopper-v5-on-policy.png", "Walker2d-v5-on-policy.png", "aggregate.png"):
         with Image.open(campaign / name) as image:
             assert image.format == "PNG"
             assert min(image.size) > 100
@@ -133,3 +133,39 @@ def test_report_command_refuses_a_directory_without_runs(tmp_path: Path) -> None
     with pytest.raises(SystemExit):
         report_main([str(tmp_path)])
     assert not (tmp_path / TABLE_FILE).exists()
+
+
+def test_rebuilding_the_report_gives_the_same_intervals(campaign: Path) -> None:
+    first = write_report(campaign, REPS)
+    second = write_report(campaign, REPS)
+    assert [c["final_return"]["iqm_ci95"] for c in first["cells"]] == [
+        c["final_return"]["iqm_ci95"] for c in second["cells"]
+    ]
+    assert (campaign / "aggregate.png").read_bytes() == _aggregate_bytes(campaign)
+
+
+def _aggregate_bytes(campaign: Path) -> bytes:
+    write_report(campaign, REPS)
+    return (campaign / "aggregate.png").read_bytes()
+
+
+def test_resumed_and_modified_tree_runs_are_named_and_wall_time_covers_whole_runs(
+    tmp_path: Path,
+) -> None:
+    for seed in range(3):
+        result = write_fake_result(tmp_path, "Hopper-v5", "sac", seed, [0.0, 100.0 + seed])
+        path = next(tmp_path.glob(f"runs/Hopper-v5/sac/seed{seed}/result.json"))
+        if seed == 1:  # resumed by an older runner: its wall time is of the last session only
+            result |= {"resumed_from_env_step": 1500, "wall_s": 5.0}
+        if seed == 2:  # resumed by this runner: the sessions are added up
+            result |= {"resumed_from_env_step": 1500, "wall_s_sessions": [40.0, 22.0],
+                       "wall_s": 62.0, "commit": "0123abc+dirty"}  # fmt: skip
+        path.write_text(json.dumps(result))
+    summary = write_report(tmp_path, REPS)
+    (cell,) = summary["cells"]
+    assert cell["resumed_seeds"] == [1, 2] and cell["dirty_seeds"] == [2]
+    assert cell["wall_s_runs"] == 2 and cell["wall_s_mean"] == pytest.approx((60.0 + 62.0) / 2)
+    table = (tmp_path / TABLE_FILE).read_text()
+    assert "| 61 s* |" in table
+    assert "Runs resumed from a checkpoint: Hopper-v5 sac seeds 1, 2." in table
+    assert "uncommitted changes (+dirty): Hopper-v5 sac seed 2." in table
