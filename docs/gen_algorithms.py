@@ -43,6 +43,8 @@ class AlgorithmEntry:
     :param family: the stem of its family page under ``algorithms/``.
     :param paper: its paper; None for methods without one.
     :param actions: the action spaces it learns, as text.
+    :param observations: the observation spaces it reads, as text (see the Spaces guide for
+        the networks ``Dict`` observations need).
     :param masks: whether it honours legal-action masks (see the Spaces guide).
     :param recurrent: the path of its recurrent variant, if one exists.
     :param script: its example script below ``examples/``, if one exists.
@@ -60,6 +62,7 @@ class AlgorithmEntry:
     script: str | None
     benchmark: str | None
     summary: str
+    observations: str = "Box, Dict, Discrete"
 
 
 def arxiv(authors: str, year: int, number: str) -> Paper:
@@ -157,6 +160,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
         script="mujoco/mujoco_ddpg.py",
         benchmark="ddpg",
         summary="A deterministic actor trained through a Q-critic, with exploration noise.",
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="TD3",
@@ -169,6 +173,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
         script="mujoco/mujoco_td3.py",
         benchmark="td3",
         summary="DDPG with twin critics, delayed actor updates and target-policy smoothing.",
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="SAC",
@@ -184,6 +189,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
             "A stochastic actor maximising return plus entropy, with twin critics: sample-"
             "efficient and stable."
         ),
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="REDQ",
@@ -199,6 +205,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
             "SAC with an ensemble of critics and many updates per env step: for when env steps "
             "are expensive."
         ),
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="DQN",
@@ -318,6 +325,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
             "Offline RL that acts only near the data's actions (a VAE of the behaviour plus a "
             "perturbation)."
         ),
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="CQL",
@@ -332,6 +340,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
         summary=(
             "Offline SAC with a conservative penalty that pushes down Q-values of unseen actions."
         ),
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="TD3BC",
@@ -346,6 +355,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
         summary=(
             "Offline TD3 with a behaviour-cloning term in the actor's loss: minimal and strong."
         ),
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="DiscreteBCQ",
@@ -402,6 +412,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
             "Imitation by PPO on the reward of a discriminator between expert and policy "
             "transitions."
         ),
+        observations="Box, Dict",
     ),
     AlgorithmEntry(
         name="OfflineImitationLearning",
@@ -432,6 +443,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
             "Adds a curiosity reward (an intrinsic curiosity module) to any off-policy algorithm;"
             " ``ICMOnPolicyWrapper`` to on-policy ones."
         ),
+        observations="as the wrapped algorithm",
     ),
     AlgorithmEntry(
         name="PSRL",
@@ -444,6 +456,7 @@ CATALOGUE: tuple[AlgorithmEntry, ...] = (
         script=None,
         benchmark=None,
         summary="Posterior sampling of a tabular MDP model: exploration for small discrete tasks.",
+        observations="Discrete",
     ),
 )
 
@@ -492,16 +505,18 @@ def landing_table(cells: dict[tuple[str, str], dict]) -> str:
     for family, title in FAMILY_TITLES.items():
         entries = [entry for entry in CATALOGUE if entry.family == family]
         benchmarked = any(entry.benchmark is not None for entry in entries)
-        header = "| algorithm | paper | actions | masks | recurrent variant |"
-        rule = "|---|---|---|:---:|---|"
+        header = "| algorithm | paper | observations → actions | masks | recurrent | example |"
+        rule = "|---|---|---|:---:|---|---|"
         if benchmarked:
             header, rule = header + " MuJoCo final return |", rule + "---|"
         lines += [f"### [{title}](algorithms/{family}.md)", "", header, rule]
         for entry in entries:
             recurrent = api_link(entry.recurrent) if entry.recurrent else "—"
+            example = f"`{entry.script.split('/')[-1]}`" if entry.script else "—"
             row = (
                 f"| {api_link(entry.path, entry.name)} | {paper_link(entry.paper)} | "
-                f"{entry.actions} | {'yes' if entry.masks else '—'} | {recurrent} |"
+                f"{entry.observations} → {entry.actions} | {'yes' if entry.masks else '—'} | "
+                f"{recurrent} | {example} |"
             )
             if benchmarked:
                 row += f" {benchmark_cell(cells, entry.benchmark)} |"
@@ -550,7 +565,8 @@ def entry_snippet(entry: AlgorithmEntry, cells: dict[tuple[str, str], dict]) -> 
         entry.summary,
         "",
         f"- **API:** {api_link(entry.path)}; **paper:** {paper_link(entry.paper)}",
-        f"- **actions:** {entry.actions}; **legal-action masks:** "
+        f"- **observations:** {entry.observations}; **actions:** {entry.actions}; "
+        "**legal-action masks:** "
         f"{'honoured' if entry.masks else 'not applicable'}"
         + (f"; **recurrent variant:** {api_link(entry.recurrent)}" if entry.recurrent else ""),
         f"- **parameters** (each explained in its {api_link(entry.path, 'API entry')}): "

@@ -65,3 +65,26 @@ def test_benchmark_tables_show_the_committed_results() -> None:
 def test_parameters_come_from_the_signature() -> None:
     listed = gen_algorithms.parameter_list("tianshou.algorithm.modelfree.ppo.PPO")
     assert "`eps_clip=0.2`" in listed and "`policy`" in listed and "`self`" not in listed
+
+
+def spaces_guide_observations() -> dict[str, set[str]]:
+    """The observation spaces of each algorithm in the Spaces guide's support table."""
+    text = (DOCS_DIR / "spaces.md").read_text()
+    table = text[text.index("## Which algorithm supports which space") :]
+    found = {}
+    for line in table.splitlines()[4:]:
+        if not line.startswith("| `"):
+            break
+        algorithms, observations = line.split("|")[1:3]
+        spaces = set(re.findall(r"`(Box|Discrete|Dict)`", observations))
+        for name in re.findall(r"`(\w+)`", algorithms):
+            found[name] = spaces
+    return found
+
+
+def test_observation_spaces_agree_with_the_spaces_guide() -> None:
+    guide = spaces_guide_observations()
+    assert {"PPO", "SAC", "DQN", "GAIL"} <= guide.keys()
+    for entry in CATALOGUE:
+        if entry.name in guide:
+            assert set(entry.observations.split(", ")) == guide[entry.name], entry.name
