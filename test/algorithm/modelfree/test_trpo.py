@@ -109,6 +109,15 @@ class TestLineSearch:
         assert step == pytest.approx(expected_step, rel=1e-4)
         assert torch.allclose(flat_params(trpo.policy.actor), expected_params, atol=1e-6)
 
+    def test_a_direction_without_curvature_takes_no_step(self) -> None:
+        """A zero gradient (a policy already certain on every state of the minibatch) gives
+        a zero direction, along which the KL divergence does not curve: no step, no error."""
+        trpo = make_trpo()
+        view, grad, old, old_dist, loss, kl_grad = search_inputs(trpo)
+        step = trpo._step_along(view, torch.zeros_like(grad), old, old_dist, loss, kl_grad)
+        assert step == 0.0
+        assert torch.equal(flat_params(trpo.policy.actor), old)
+
     def test_backtracks_to_the_first_step_within_the_kl_bound(self, monkeypatch) -> None:
         trpo = make_trpo(max_kl=0.01, backtrack_coeff=0.5, max_backtracks=20)
         view, grad, old, old_dist, loss, kl_grad = search_inputs(trpo)

@@ -110,9 +110,13 @@ class TRPO(NPG):
 
         Tries ``beta * backtrack_coeff^i`` for ``i = 0 .. max_backtracks - 1`` and keeps the
         first step with mean KL below ``max_kl`` and a lower surrogate loss than
-        ``actor_loss``; restores ``old_params`` and returns 0 if none qualifies.
+        ``actor_loss``; restores ``old_params`` and returns 0 if none qualifies. A direction
+        along which the KL divergence does not curve (a zero gradient, e.g. once the policy is
+        certain on every state of the minibatch) has no trust-region edge: no step is taken.
         """
         curvature = direction.dot(self.fisher_vector_product(direction, flat_kl_grad)).item()
+        if not curvature > 0:  # also NaN
+            return 0.0
         step_size = math.sqrt(2 * self.max_kl / curvature)
         params = self._actor_params()
         for _ in range(self.max_backtracks):
