@@ -202,7 +202,9 @@ class ReplayBufferManager(ReplayBuffer):
             stub.__dict__.update(
                 _meta=Batch(),
                 _istate=np.zeros((K.N_STATE_ROWS, 1), dtype=np.int64),
-                _ep_ret=np.zeros((1, 1)),
+                # as wide as the rewards (vector rewards: one column per entry), so that the
+                # stub passes its own consistency check before it is relinked
+                _ep_ret=np.zeros((1, self._ep_ret.shape[1])),
             )
             stub.__dict__.pop("_storage_index", None)
             stubs[b] = stub
