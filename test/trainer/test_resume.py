@@ -159,6 +159,8 @@ def assert_same_tensors(resumed: Any, expected: Any, where: str = "state") -> No
             assert_same_tensors(left, right, f"{where}[{index}]")
     elif isinstance(expected, torch.Tensor):
         assert torch.equal(resumed, expected), where
+    elif isinstance(expected, np.ndarray):
+        assert np.array_equal(resumed, expected), where
     else:
         assert resumed == expected, where
 
