@@ -9,7 +9,7 @@ STAMP := $(VENV)/.tianshou-installed
 EXTRAS := dev,all,wandb,docs
 PYTEST_WORKERS ?= auto
 
-.PHONY: install test lint typecheck unit demo bench bench-peers bench-smoke clean docs docs-deps
+.PHONY: install test lint typecheck unit demo bench bench-peers bench-smoke clean docs docs-deps perf-guard mutations
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,14 @@ DOCS_OUT ?= docs/_build
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs $(DOCS_OUT)/html
 	@echo "Built the site: open file://$(abspath $(DOCS_OUT))/html/index.html in a browser"
+
+# The throughput gate (benchmark/README.md): library-to-limit ratios against benchmark/floors.json.
+perf-guard: $(STAMP)
+	$(BIN)/python -m benchmark.perf_guard
+
+# Deliberate mutations that the gates must catch (and pass again without).
+mutations: $(STAMP)
+	$(BIN)/python -m benchmark.mutations
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.mujoco.demo

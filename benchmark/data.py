@@ -154,7 +154,9 @@ def raw_storage(size: int) -> dict[str, np.ndarray]:
     }
 
 
-def bench_vector_add() -> None:
+def vector_add_sides() -> tuple[Callable[[], None], Callable[[], None]]:
+    """One 8-env ``VectorReplayBuffer.add`` of Hopper-sized steps, and its limit: the same
+    values written into preallocated numpy arrays at precomputed rows."""
     steps = [hopper_step() for _ in range(64)]
     buffer_ids = np.arange(ENV_NUM)
     buf = VectorReplayBuffer(1_000_000, ENV_NUM)
@@ -162,8 +164,6 @@ def bench_vector_add() -> None:
 
     def add() -> None:
         buf.add(steps[next(counter) % 64], buffer_ids=buffer_ids)
-
-    add_s = seconds_per_call(add)
 
     storage = raw_storage(1_000_000)
     leaves = [
@@ -188,6 +188,12 @@ def bench_vector_add() -> None:
         for key, value in leaves[i % 64].items():
             storage[key][idx] = value
 
+    return add, raw_add
+
+
+def bench_vector_add() -> None:
+    add, raw_add = vector_add_sides()
+    add_s = seconds_per_call(add)
     raw_s = seconds_per_call(raw_add)
     emit(
         {
@@ -208,16 +214,22 @@ def filled_buffer(buf: VectorReplayBuffer, transitions: int) -> VectorReplayBuff
     return buf
 
 
-def bench_sample() -> None:
+def sample_sides() -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """``VectorReplayBuffer.sample(256)`` of 200k Hopper transitions, and its limit: 256 random
+    rows of the same arrays, indexed directly."""
     buf = filled_buffer(VectorReplayBuffer(1_000_000, ENV_NUM), 200_000)
-    sample_s = seconds_per_call(lambda: buf.sample(256))
-
     storage = raw_storage(200_000)
 
     def raw_sample() -> dict[str, np.ndarray]:
         idx = np.random.randint(0, 200_000, 256)
         return {k: v[idx] for k, v in storage.items()}
 
+    return lambda: buf.sample(256), raw_sample
+
+
+def bench_sample() -> None:
+    sample, raw_sample = sample_sides()
+    sample_s = seconds_per_call(sample)
     raw_s = seconds_per_call(raw_sample)
     emit(
         {
