@@ -14,7 +14,7 @@ below its floor.
 
 A floor is the median of the calibration runs minus a margin derived from their spread:
 :func:`floor_of` takes three times the median absolute deviation (scaled to a standard deviation)
-or 8% of the median, whichever is larger, so that a floor sits below the noise of a busy
+or 10% of the median, whichever is larger, so that a floor sits below the noise of a busy
 2-core machine and above a real slowdown of a fifth.
 """
 
@@ -35,7 +35,7 @@ from tianshou.utils.torch_utils import torch_threads
 
 FLOORS_FILE = Path(__file__).resolve().parent / "floors.json"
 REPEATS = 3
-MIN_MARGIN = 0.08
+MIN_MARGIN = 0.10
 """The least margin below the calibrated median, as a fraction of it."""
 MAD_TO_STD = 1.4826
 
@@ -205,6 +205,7 @@ def calibrate(metrics: Sequence[Metric], runs: int, path: Path = FLOORS_FILE) ->
                 "median": round(statistics.median(values), 3),
                 "min": round(min(values), 3),
                 "max": round(max(values), 3),
+                "figures": [round(v, 3) for v in values],
                 "date": time.strftime("%Y-%m-%d"),
             },
         }
