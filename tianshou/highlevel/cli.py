@@ -60,6 +60,8 @@ from tianshou.utils.cli import (
     torch_threads_from_args,
 )
 
+log = logging.getLogger(__name__)
+
 CONFIG_FILE_DEST = "config_file"
 """Where the parser puts ``--config-file`` (not a parameter of ``main``)."""
 
@@ -214,9 +216,6 @@ def _values_of_config_file(
     if unknown:
         parser.error(f"{path} sets {unknown}, which this script has no options for")
     return values
-
-
-log = logging.getLogger(__name__)
 
 
 def restore_directory_of(resume_path: str | None) -> str | None:

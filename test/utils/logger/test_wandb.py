@@ -19,7 +19,10 @@ def fake_wandb(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
 
 def test_missing_wandb_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "wandb", None)  # makes `import wandb` fail
-    with pytest.raises(ImportError, match=r"optional package 'wandb'.*pip install wandb"):
+    with pytest.raises(
+        ImportError,
+        match=r"optional package 'wandb'.*pip install -c constraints.txt -e '\.\[wandb\]'",
+    ):
         WandbLogger()
 
 
