@@ -114,7 +114,7 @@ class Case:
     name: str
     shapes: str
     library_update: Callable[[], object]
-    bare_update: Callable[[], None]
+    bare_update: Callable[[], object]
     target_ratio: float | None = 0.9
 
 

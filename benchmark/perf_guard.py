@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.common import Case, measure
 from tianshou.utils.torch_utils import torch_threads
 
 FLOORS_FILE = Path(__file__).resolve().parent / "floors.json"
@@ -49,17 +50,17 @@ class Metric:
     measure: Callable[[], float]
 
 
-def _interleaved_ratio(
-    library: Callable[[], Any], bare: Callable[[], Any], rounds: int = 4, window: float = 0.25
-) -> float:
-    """Best seconds per call of each side over ``rounds`` alternating windows: bare / library."""
-    from benchmark.common import seconds_per_call
+def _case_ratio(case: Case, rounds: int, min_time: float, clock: str, repeat: int) -> float:
+    """Bare / library seconds per call of ``case``, the two sides taking turns
+    (:func:`benchmark.common.measure`)."""
+    ratio = measure(case, rounds=rounds, min_time=min_time, clock=clock, repeat=repeat)["ratio"]
+    assert isinstance(ratio, float)
+    return ratio
 
-    best_library = best_bare = float("inf")
-    for _ in range(rounds):
-        best_library = min(best_library, seconds_per_call(library, window, repeat=1))
-        best_bare = min(best_bare, seconds_per_call(bare, window, repeat=1))
-    return best_bare / best_library
+
+def _data_ratio(name: str, library: Callable[[], object], bare: Callable[[], object]) -> float:
+    """Bare / library seconds per call over 4 alternating windows of 0.25 s (wall clock)."""
+    return _case_ratio(Case(name, "", library, bare, None), 4, 0.25, "wall", repeat=1)
 
 
 def collect_ratio(env_num: int) -> float:
@@ -88,10 +89,9 @@ def ppo_update_ratio() -> float:
 
 def sac_update_ratio() -> float:
     """SAC's update on Hopper shapes against the bare PyTorch SAC update."""
-    from benchmark.common import measure
     from benchmark.train import sac_update_case
 
-    return float(measure(sac_update_case(), rounds=3, min_time=0.2)["ratio"])
+    return _case_ratio(sac_update_case(), rounds=3, min_time=0.2, clock="cpu", repeat=2)
 
 
 def dqn_training_ratio() -> float:
@@ -108,21 +108,21 @@ def batch_build_ratio() -> float:
     from tianshou.data import Batch
 
     rows = nested_rows(256)
-    return _interleaved_ratio(lambda: Batch(**rows), lambda: dict_map(np.asarray, rows))
+    return _data_ratio("batch_build", lambda: Batch(**rows), lambda: dict_map(np.asarray, rows))
 
 
 def buffer_add_ratio() -> float:
     """An 8-env ``VectorReplayBuffer.add`` against writing the same values into numpy arrays."""
     from benchmark.data import vector_add_sides
 
-    return _interleaved_ratio(*vector_add_sides())
+    return _data_ratio("buffer_add", *vector_add_sides())
 
 
 def buffer_sample_ratio() -> float:
     """``VectorReplayBuffer.sample(256)`` against indexing the same arrays directly."""
     from benchmark.data import sample_sides
 
-    return _interleaved_ratio(*sample_sides())
+    return _data_ratio("buffer_sample", *sample_sides())
 
 
 METRICS: tuple[Metric, ...] = (
