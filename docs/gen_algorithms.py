@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from generated_files import write_if_changed
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK_SUMMARY = REPO_ROOT / "benchmark/results/mujoco-v5/summary.json"
 BENCHMARK_TASKS = ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5")
@@ -579,12 +581,6 @@ def entry_snippet(entry: AlgorithmEntry, cells: dict[tuple[str, str], dict]) -> 
         lines += ["Our MuJoCo results (see [the benchmark](../benchmark.md)):", ""]
         lines += [benchmark_table(cells, entry.benchmark)]
     return "\n".join(lines)
-
-
-def write_if_changed(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
 
 
 def write_algorithm_snippets(out_dir: Path) -> None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from generated_files import write_if_changed
+
 # A module's page lists what the module defines (``:ignore-module-all:``: autodoc would otherwise
 # document each name of ``__all__`` again under every module that re-exports it).
 CLASS_OPTIONS = ("   :members:", "   :undoc-members:", "   :show-inheritance:")
@@ -195,10 +197,6 @@ def write_api_pages(root: str, out_dir: Path) -> dict[str, str]:
     :return: the map of :func:`plan_pages` from defining to documented paths.
     """
     pages, documented = plan_pages(root)
-    out_dir.mkdir(parents=True, exist_ok=True)
     for page in pages.values():
-        path = out_dir / f"{page.name}.rst"
-        text = page_source(page)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
+        write_if_changed(out_dir / f"{page.name}.rst", page_source(page))
     return documented

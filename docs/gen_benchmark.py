@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from generated_files import write_if_changed
 
 from benchmark.campaign.plots import OFF_POLICY, budget_family, common_curves
 from benchmark.campaign.published import (
@@ -163,12 +164,6 @@ def _order(key: tuple[str, str]) -> tuple[int, int]:
     task_index = TASKS.index(task) if task in TASKS else len(TASKS)
     order = ALGORITHM_ORDER.index(algorithm) if algorithm in ALGORITHM_ORDER else 99
     return order, task_index
-
-
-def write_if_changed(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
 
 
 def write_benchmark_tables(out_dir: Path) -> None:

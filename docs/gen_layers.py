@@ -20,6 +20,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from generated_files import write_if_changed
+
 Edge = tuple[str, str]
 
 
@@ -223,6 +225,4 @@ def write_layer_svg(source_root: Path, root: str, svg_path: Path) -> None:
         svg = subprocess.run(
             [dot, "-Tsvg"], input=to_dot(*edges), capture_output=True, text=True, check=True
         ).stdout
-    svg_path.parent.mkdir(parents=True, exist_ok=True)
-    if not svg_path.exists() or svg_path.read_text() != svg:
-        svg_path.write_text(svg)
+    write_if_changed(svg_path, svg)

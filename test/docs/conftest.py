@@ -37,11 +37,16 @@ class BuiltSite:
 
 
 def load_docs_script(name: str) -> ModuleType:
-    """Import one of the scripts of ``docs/`` (not a package) by its file path."""
+    """Import one of the scripts of ``docs/`` (not a package) by its file path; ``docs/`` is on
+    the module path meanwhile, for the helper modules the scripts import (as in ``conf.py``)."""
     spec = importlib.util.spec_from_file_location(f"docs_{name}", DOCS_DIR / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(DOCS_DIR))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(DOCS_DIR))
     return module
 
 
