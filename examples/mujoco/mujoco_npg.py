@@ -17,8 +17,9 @@ import gymnasium as gym
 from tianshou.algorithm import NPG
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import CollectStats, InfoStats
+from tianshou.scripts.lr_decay import with_lr_decay
 from tianshou.scripts.mujoco.cli import npg_parser
-from tianshou.scripts.mujoco.networks import gaussian_policy, on_policy_actor_critic, with_lr_decay
+from tianshou.scripts.mujoco.networks import gaussian_policy, on_policy_actor_critic
 from tianshou.scripts.mujoco.training import run_experiment, train_on_policy
 
 

@@ -18,9 +18,10 @@ from gymnasium.spaces.utils import flatdim
 from torch.distributions import Categorical
 
 from tianshou.algorithm.modelfree.recurrent_ppo import RecurrentActorCriticPolicy, RecurrentPPO
-from tianshou.algorithm.optim import AdamOptimizerFactory, LRSchedulerFactoryLinear
+from tianshou.algorithm.optim import AdamOptimizerFactory, OptimizerFactory
 from tianshou.data import Collector, VectorReplayBuffer
 from tianshou.env.pomdp import cartpole_without_velocities
+from tianshou.scripts.lr_decay import add_lr_decay_option, with_lr_decay
 from tianshou.scripts.pomdp import RecurrentRun, base_parser, seeded_envs
 from tianshou.trainer import OnPolicyTrainerParams
 from tianshou.utils.cli import torch_threads_from_args
@@ -33,12 +34,7 @@ def get_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunk-len", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--update-step-num-repetitions", type=int, default=8)
-    parser.add_argument(
-        "--lr-decay",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="decay the learning rate linearly to 0 over the run",
-    )
+    add_lr_decay_option(parser)
     return parser.parse_args(argv)
 
 
@@ -47,13 +43,11 @@ def logits_categorical(logits: torch.Tensor) -> Categorical:
     return Categorical(logits=logits)
 
 
-def optimizer(args: argparse.Namespace) -> AdamOptimizerFactory:
+def optimizer(args: argparse.Namespace) -> OptimizerFactory:
     """Adam at ``--lr``, decayed linearly to 0 over the run with ``--lr-decay``."""
     optim = AdamOptimizerFactory(lr=args.lr)
-    if args.lr_decay:
-        steps = args.epoch_num_steps
-        optim.with_lr_scheduler_factory(LRSchedulerFactoryLinear(args.epoch, steps, steps))
-    return optim
+    # one collect-and-update step per epoch
+    return with_lr_decay(optim, args, collection_step_num_env_steps=args.epoch_num_steps)
 
 
 def main(argv: Sequence[str] | None = None) -> float:

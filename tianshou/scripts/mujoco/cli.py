@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from tianshou.scripts.lr_decay import add_lr_decay_option
 from tianshou.scripts.persistence import CHECKPOINT_DIR
 from tianshou.utils.cli import ArgumentParser, add_logger_options, add_torch_threads_option
 
@@ -104,12 +105,7 @@ def on_policy_parser(description: str | None, **defaults: Any) -> ArgumentParser
         batch_size=99_999,
     )
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument(
-        "--lr-decay",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="decay the learning rate linearly to 0 over the run",
-    )
+    add_lr_decay_option(parser)
     parser.add_argument(
         "--return-scaling",
         action=argparse.BooleanOptionalAction,

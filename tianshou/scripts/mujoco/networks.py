@@ -20,8 +20,6 @@ from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
 from tianshou.algorithm.modelfree.sac import AutoAlpha
 from tianshou.algorithm.optim import (
     AdamOptimizerFactory,
-    LRSchedulerFactoryLinear,
-    OptimizerFactory,
 )
 from tianshou.exploration import GaussianNoise
 from tianshou.utils.net.common import Net
@@ -129,19 +127,6 @@ def gaussian_policy(
         action_space=env.action_space,
         action_scaling=True,
         action_bound_method=args.action_bound_method,
-    )
-
-
-def with_lr_decay(optim: OptimizerFactory, args: argparse.Namespace) -> OptimizerFactory:
-    """``optim`` with a learning rate decaying linearly to 0 over the run if ``--lr-decay``."""
-    if not args.lr_decay:
-        return optim
-    return optim.with_lr_scheduler_factory(
-        LRSchedulerFactoryLinear(
-            max_epochs=args.epoch,
-            epoch_num_steps=args.epoch_num_steps,
-            collection_step_num_env_steps=args.collection_step_num_env_steps,
-        )
     )
 
 

@@ -12,11 +12,11 @@ import gymnasium as gym
 
 from tianshou.algorithm import PPO
 from tianshou.algorithm.optim import AdamOptimizerFactory
+from tianshou.scripts.lr_decay import with_lr_decay
 from tianshou.scripts.mujoco.cli import on_policy_parser
 from tianshou.scripts.mujoco.networks import (
     gaussian_policy,
     on_policy_actor_critic,
-    with_lr_decay,
 )
 from tianshou.utils.cli import ArgumentParser
 
