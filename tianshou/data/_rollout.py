@@ -46,9 +46,9 @@ HiddenState: TypeAlias = RowValue | None
 """A recurrent policy's hidden state, one row per env (a tensor, an array, a Batch or a dict of
 them, e.g. an LSTM's ``hidden`` and ``cell``); None for a stateless policy."""
 
-ActRow: TypeAlias = np.ndarray | np.generic | torch.Tensor | Batch
-"""One env's action: a row of an array (a numpy scalar for scalar actions), of a tensor or of a
-Batch."""
+ActRow: TypeAlias = np.ndarray | np.generic | tuple | dict | torch.Tensor | Batch
+"""One env's action: a row of an array (a numpy scalar for scalar actions, a tuple or dict for
+the object array of ``Tuple``/``Dict`` space actions), of a tensor or of a Batch."""
 
 EnvActRows: TypeAlias = np.ndarray | Batch
 """Actions as the envs receive them (``Policy.map_action``'s result): an array (an object array
@@ -380,21 +380,19 @@ def stack_rows(rows: Sequence[Batch]) -> Batch: ...
 @overload
 def stack_rows(rows: Sequence[torch.Tensor]) -> torch.Tensor: ...
 @overload
-def stack_rows(rows: Sequence[np.ndarray | np.generic]) -> np.ndarray: ...
+def stack_rows(rows: Sequence[np.ndarray | np.generic | tuple | dict]) -> np.ndarray: ...
 @overload
 def stack_rows(rows: Sequence[ActRow]) -> ActRows: ...
 def stack_rows(rows: Sequence[ActRow]) -> ActRows:
-    """Stack single rows (numpy scalars/arrays, tensors or Batches) along a new first axis; every
-    row must be of the first row's kind."""
+    """Stack single rows (numpy scalars/arrays, tuples/dicts, tensors or Batches) along a new
+    first axis; every row must be of the first row's kind."""
     first = rows[0]
     if isinstance(first, Batch):
         return Batch.stack(_all_of(Batch, rows))
     if isinstance(first, torch.Tensor):
         return torch.stack(_all_of(torch.Tensor, rows))
-    arrays = [row for row in rows if isinstance(row, np.ndarray | np.generic)]
-    if len(arrays) != len(rows):
-        raise TypeError(f"cannot stack rows of types {sorted({type(r).__name__ for r in rows})}")
-    return np.stack(arrays)
+    # the conversion np.stack applies to each row, made explicit for tuples and dicts
+    return np.stack([np.asanyarray(row) for row in rows])
 
 
 def put_rows(value: HiddenState, index: np.ndarray, new: RowValue, total: int) -> RowValue:

@@ -186,7 +186,7 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
     def reset_env(
         self, gym_reset_kwargs: Mapping[str, object] | None = None
     ) -> tuple[VenvObs, InfoRows]:
-        obs, info = self.env.reset(None, **(gym_reset_kwargs or {}))
+        obs, info = self.env.reset(env_id=None, **(gym_reset_kwargs or {}))
         obs_rows = as_obs(obs)
         if self.raise_on_nan_in_buffer:
             check_env_output(obs_rows, None, np.arange(self.env_num), "reset")
