@@ -1,6 +1,8 @@
+import ast
 import time
 import warnings
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -31,6 +33,7 @@ from tianshou.data import (
     VectorReplayBuffer,
 )
 from tianshou.data import collector as collector_module
+from tianshou.data import collector_base as collector_base_module
 from tianshou.data.buffer.buffer_base import MalformedBufferError
 from tianshou.data.collector import (
     DEFAULT_BUFFER_MAXSIZE,
@@ -573,6 +576,19 @@ def test_collect_durations_come_from_the_collector_modules_time(
     assert collector.collect_time == 2.5
     collector.collect(n_episode=1)
     assert collector.collect_time == 5.0
+
+
+def test_the_collector_base_does_not_import_the_collectors_module() -> None:
+    """The collectors build on the base, never the other way round (no hidden import cycle)."""
+    tree = ast.parse(Path(collector_base_module.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert "tianshou.data.collector" not in imported
 
 
 def finite_venv(venv_cls: type, n_envs: int, items_per_env: int, length: int, **kwargs: Any) -> Any:

@@ -89,6 +89,20 @@ def test_concat_rows_joins_every_kind_along_the_first_axis() -> None:
         concat_rows(["a", "b"])
 
 
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [np.ones(1), torch.ones(1)],
+        [torch.ones(1), np.ones(1)],
+        [Batch(a=np.ones(1)), {"a": np.ones(1)}],
+        [{"a": np.ones(1)}, Batch(a=np.ones(1))],
+    ],
+)
+def test_concat_rows_refuses_parts_of_different_kinds(parts: list) -> None:
+    with pytest.raises(TypeError, match="types"):
+        concat_rows(parts)
+
+
 def test_concat_rows_keeps_ragged_observations_per_row() -> None:
     ragged = np.empty(2, dtype=object)
     ragged[:] = [np.arange(1), np.arange(2)]
@@ -123,6 +137,13 @@ def test_replace_rows_returns_copies_and_leaves_inputs_untouched() -> None:
     assert not tensor.any()
 
 
+def test_replace_rows_of_a_batch_or_dict_need_new_rows_by_key() -> None:
+    with pytest.raises(TypeError, match="Batch or dict"):
+        replace_rows(Batch(a=np.zeros(2)), np.array([0]), np.ones(1))
+    with pytest.raises(TypeError, match="Batch or dict"):
+        replace_rows({"a": np.zeros(2)}, np.array([0]), np.ones(1))
+
+
 def test_replace_rows_of_another_shape_become_object_rows() -> None:
     out = replace_rows(np.zeros((2, 2)), np.array([1]), np.ones((1, 3)))
     assert out.dtype == object
@@ -153,6 +174,13 @@ def test_stack_rows_stacks_every_kind() -> None:
     assert stack_rows([np.ones(2), np.zeros(2)]).shape == (2, 2)
     assert stack_rows([torch.ones(2), torch.zeros(2)]).shape == (2, 2)
     np.testing.assert_array_equal(stack_rows([Batch(a=1), Batch(a=2)]).a, [1, 2])
+    np.testing.assert_array_equal(stack_rows([np.int64(3), np.int64(4)]), [3, 4])
+    # rows of the object array of Tuple/Dict space actions
+    np.testing.assert_array_equal(stack_rows([(1, 2), (3, 4)]), [[1, 2], [3, 4]])
+    dicts = stack_rows([{"a": 1}, {"a": 2}])
+    assert dicts.dtype == object and dicts[1] == {"a": 2}
+    with pytest.raises(TypeError, match="different types"):
+        stack_rows([torch.ones(2), np.ones(2)])
 
 
 def test_nbytes_counts_array_memory_only() -> None:

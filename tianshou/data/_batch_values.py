@@ -11,7 +11,6 @@ This module knows nothing of the Batch class, so that :mod:`tianshou.data.batch`
 """
 
 from numbers import Number
-from typing import Any
 
 import numpy as np
 import torch
@@ -29,7 +28,7 @@ def is_number(value: object) -> bool:
     return isinstance(value, NUMBER_TYPES)
 
 
-def parse_leaf(value: object) -> Any:
+def parse_leaf(value: object) -> object:
     """Convert a value that is neither a dict, a Batch nor a sequence of them into a Batch leaf.
 
     Numeric arrays, tensors and ``None`` are returned as they are; numbers become 0-d arrays;
@@ -63,7 +62,7 @@ def _stack_tensors(tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> to
         ) from error
 
 
-def to_array_with_correct_type(obj: object) -> Any:
+def to_array_with_correct_type(obj: object) -> object:
     """Turn ``obj`` into an array whose dtype is bool, numeric or ``object``.
 
     Ragged sequences (elements of different lengths) become 1-d object arrays; a 0-d object
@@ -113,7 +112,7 @@ def len_or_none(obj: object) -> int | None:
         return None
 
 
-def leaf_to_torch(value: Any, dtype: torch.dtype | None, device: torch.device) -> Any:
+def leaf_to_torch(value: object, dtype: torch.dtype | None, device: torch.device) -> object:
     """Convert a numeric leaf (array, number, numpy scalar, tensor) to a tensor on ``device``.
 
     :param value: the leaf; object arrays, strings, ``None`` and other objects are returned

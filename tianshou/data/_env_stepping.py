@@ -17,14 +17,15 @@ for next) and :class:`StepActions` (what acting produced).
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from torch.distributions import Distribution
 
 from tianshou.data._rollout import (
+    ActRow,
     ActRows,
+    EnvActRows,
     HiddenState,
     InfoRows,
     ObsRows,
@@ -38,7 +39,6 @@ from tianshou.data._rollout import (
     take_state_rows,
 )
 from tianshou.data.batch import Batch
-from tianshou.env.utils import gym_new_venv_step_type as VenvStep
 
 if TYPE_CHECKING:
     from tianshou.env.venvs import BaseVectorEnv
@@ -67,7 +67,7 @@ class StepActions(NamedTuple):
 
     act: ActRows
     """Raw actions, as stored in the buffer."""
-    act_env: ActRows | None
+    act_env: EnvActRows | None
     """Actions sent to the envs (``Policy.map_action`` of ``act``); None for the actions of
     envs that returned later than they were sent (asynchronous collection)."""
     policy_entry: Batch | None
@@ -87,7 +87,7 @@ class EnvStepping(ABC):
     def __init__(self, env: "BaseVectorEnv") -> None:
         self.env = env
         self.env_num = len(env)
-        self.step_envs = cast(Callable[[ActRows | None, np.ndarray | None], VenvStep], env.step)
+        self.step_envs = env.step
         """``env.step``: it takes the actions as ``Policy.map_action`` made them (an array, or
         a Batch for structured actions, which vector envs pass on row by row)."""
 
@@ -189,10 +189,10 @@ class ReadyFirstStepping(EnvStepping):
         super().__init__(env)
         self.ready_ids = np.arange(self.env_num)
         """The envs ready for an action."""
-        self.sent_act: list[ActRows | None] = [None] * self.env_num
-        """Per env, the action it is stepping with (one row)."""
-        self.sent_policy: list[Batch | None] = [None] * self.env_num
-        """Per env, the policy entry of that action."""
+        self.sent_act: dict[int, ActRow] = {}
+        """Per env stepping, the action it is stepping with (one row)."""
+        self.sent_policy: dict[int, Batch] = {}
+        """Per env stepping with an action that has a policy entry, that entry."""
         self.rows = EnvCursor(np.empty(0), np.empty(0), None)
         """Every env's rows: for a stepping env, what it was acted on (set by :meth:`begin`)."""
 
@@ -213,17 +213,21 @@ class ReadyFirstStepping(EnvStepping):
         obs_next, rew, term, trunc, info = self.step_envs(actions.act_env, ready.env_ids)
         ids = self.ready_ids = env_ids_of(info)
         act = stack_rows([self.sent_act[i] for i in ids])
-        entries = [self.sent_policy[i] for i in ids]
-        entry = None if all(e is None for e in entries) else stack_rows(entries)
+        # a policy gives a policy entry with all of its actions or with none
+        has_entries = ids[0] in self.sent_policy
+        entry = stack_rows([self.sent_policy[i] for i in ids]) if has_entries else None
         obs = take_rows(self.rows.obs, ids)
         transitions = Transitions(obs, act, as_obs(obs_next), rew, term, trunc, info, entry, ids)
         return transitions, StepActions(act, None, entry, None, None)
 
     def _remember(self, env_ids: np.ndarray, actions: StepActions) -> None:
         entry = actions.policy_entry
-        for k, i in enumerate(env_ids):
+        for k, i in enumerate(env_ids.tolist()):
             self.sent_act[i] = actions.act[k]
-            self.sent_policy[i] = None if entry is None else entry[k]
+            if entry is None:
+                self.sent_policy.pop(i, None)
+            else:
+                self.sent_policy[i] = entry[k]
 
     def ready_after(self, transitions: Transitions, actions: StepActions) -> ReadyEnvs:
         ids = transitions.env_ids

@@ -17,7 +17,7 @@ into their inputs, because staged transitions still reference those inputs.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, TypeAlias, TypeVar, cast
+from typing import NamedTuple, TypeAlias, TypeVar, overload
 
 import numpy as np
 import torch
@@ -27,6 +27,10 @@ from tianshou.data.batch import Batch, batch_of_parsed_values
 ObsRows: TypeAlias = np.ndarray | torch.Tensor | Batch
 """Observations, one row per env: an array (an object array for ragged observations), a tensor,
 or a Batch (dict observations, see :func:`as_obs`)."""
+
+VenvObs: TypeAlias = np.ndarray | Mapping[str, np.ndarray]
+"""Observations as a vector env returns them: an array (an object array of dicts for dict
+observations), or a dict of arrays (EnvPool)."""
 
 InfoRows: TypeAlias = np.ndarray | Mapping[str, np.ndarray] | Batch
 """Infos, one row per env, as a vector env returns them: an object array of dicts, a dict of
@@ -42,8 +46,19 @@ HiddenState: TypeAlias = RowValue | None
 """A recurrent policy's hidden state, one row per env (a tensor, an array, a Batch or a dict of
 them, e.g. an LSTM's ``hidden`` and ``cell``); None for a stateless policy."""
 
-TRows = TypeVar("TRows", bound=RowValue)
-"""The kind of rows a helper is given, and returns: the same kind it was given."""
+ActRow: TypeAlias = np.ndarray | np.generic | tuple | dict | torch.Tensor | Batch
+"""One env's action: a row of an array (a numpy scalar for scalar actions, a tuple or dict for
+the object array of ``Tuple``/``Dict`` space actions), of a tensor or of a Batch."""
+
+EnvActRows: TypeAlias = np.ndarray | Batch
+"""Actions as the envs receive them (``Policy.map_action``'s result): an array (an object array
+for ``Tuple``/``Dict`` spaces), or a Batch for structured actions."""
+
+TLeafRows = TypeVar("TLeafRows", np.ndarray, torch.Tensor, Batch)
+"""The kind of rows a row helper is given and returns: it returns the kind it was given."""
+
+TPart = TypeVar("TPart")
+"""The kind of value :func:`_all_of` checks the parts of a join to be."""
 
 _NUMERIC_KINDS = frozenset("biufc")
 
@@ -107,7 +122,7 @@ def info_to_batch(info: InfoRows) -> Batch:
     return Batch(dict(info))
 
 
-def as_obs(obs: np.ndarray | Mapping[str, np.ndarray] | ObsRows) -> ObsRows:
+def as_obs(obs: VenvObs | ObsRows) -> ObsRows:
     """Observations as a Batch stores them: dict observations (an object array of dicts from the
     vector env, or a dict of arrays) become a Batch; arrays, ragged object arrays, tensors and
     Batches pass through."""
@@ -117,46 +132,76 @@ def as_obs(obs: np.ndarray | Mapping[str, np.ndarray] | ObsRows) -> ObsRows:
         return dicts_to_batch(obs)
     if isinstance(obs, Mapping):
         return Batch(dict(obs))
-    return cast(ObsRows, obs)
+    return obs
 
 
-def concat_rows(parts: Sequence[TRows]) -> TRows:
-    """Join per-step values along their first axis (arrays, tensors, Batches or dicts)."""
+@overload
+def concat_rows(parts: Sequence[TLeafRows]) -> TLeafRows: ...
+@overload
+def concat_rows(parts: Sequence[Mapping[str, TLeafRows]]) -> dict[str, TLeafRows]: ...
+@overload
+def concat_rows(parts: Sequence[RowValue]) -> RowValue: ...
+def concat_rows(parts: Sequence[RowValue]) -> RowValue:
+    """Join per-step values along their first axis (arrays, tensors, Batches or dicts); every
+    part must be of the first part's kind."""
     first = parts[0]
     if len(parts) == 1:
         return first
     if isinstance(first, np.ndarray):
+        arrays = _all_of(np.ndarray, parts)
         try:
-            return cast(TRows, np.concatenate(cast(Sequence[np.ndarray], parts)))
+            return np.concatenate(arrays)
         except ValueError:  # ragged observations: some steps object arrays, others numeric
-            rows = [row for part in parts for row in cast(Sequence[np.ndarray], part)]
-            out = np.empty(len(rows), dtype=object)
-            for i, row in enumerate(rows):
-                out[i] = row
-            return cast(TRows, out)
+            return _object_rows([row for array in arrays for row in array])
     if isinstance(first, torch.Tensor):
-        return cast(TRows, torch.cat(cast(list[torch.Tensor], list(parts))))
+        return torch.cat(_all_of(torch.Tensor, parts))
     if isinstance(first, Batch):
-        return cast(TRows, Batch.cat(cast(list[Batch], list(parts))))
+        return Batch.cat(_all_of(Batch, parts))
     if isinstance(first, Mapping):
-        mappings = cast(Sequence[Mapping[str, RowValue]], parts)
+        mappings = [part for part in parts if isinstance(part, Mapping)]
         for part in mappings:
             if part.keys() != first.keys():
                 raise ValueError(
                     f"cannot join per-step dicts with keys {sorted(first)} and {sorted(part)}: "
                     "a vector env's dict of infos must report the same keys at every step"
                 )
-        return cast(TRows, {key: concat_rows([part[key] for part in mappings]) for key in first})
-    raise TypeError(f"cannot join per-step values of type {type(first).__name__}")
+        if len(mappings) == len(parts):
+            return {key: concat_rows([part[key] for part in mappings]) for key in first}
+    raise TypeError(
+        f"cannot join per-step values of types {sorted({type(part).__name__ for part in parts})}"
+    )
 
 
-def take_rows(value: TRows, index: np.ndarray) -> TRows:
+def _all_of(kind: type[TPart], parts: Sequence[object]) -> list[TPart]:
+    """``parts``, each checked to be a ``kind``, for joining them with the joiner of that kind."""
+    checked = [part for part in parts if isinstance(part, kind)]
+    if len(checked) != len(parts):
+        kinds = sorted({type(part).__name__ for part in parts})
+        raise TypeError(f"cannot join per-step values of different types {kinds}")
+    return checked
+
+
+def _object_rows(rows: Sequence[object]) -> np.ndarray:
+    """A 1-d object array holding ``rows`` (which numpy would otherwise try to stack)."""
+    out = np.empty(len(rows), dtype=object)
+    for i, row in enumerate(rows):
+        out[i] = row
+    return out
+
+
+@overload
+def take_rows(value: TLeafRows, index: np.ndarray) -> TLeafRows: ...
+@overload
+def take_rows(value: Mapping[str, TLeafRows], index: np.ndarray) -> dict[str, TLeafRows]: ...
+@overload
+def take_rows(value: RowValue, index: np.ndarray) -> RowValue: ...
+def take_rows(value: RowValue, index: np.ndarray) -> RowValue:
     """Rows ``index`` of an array, tensor, Batch or dict (per key)."""
-    if isinstance(value, (np.ndarray, Batch)):
-        return cast(TRows, value[index])
+    if isinstance(value, np.ndarray | Batch):
+        return value[index]
     if isinstance(value, torch.Tensor):
-        return cast(TRows, value[torch.as_tensor(index, device=value.device)])
-    return cast(TRows, {key: take_rows(v, index) for key, v in value.items()})
+        return value[torch.as_tensor(index, device=value.device)]
+    return {key: take_rows(rows, index) for key, rows in value.items()}
 
 
 def take_state_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
@@ -164,47 +209,63 @@ def take_state_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
     return None if state is None else take_rows(state, index)
 
 
-def replace_rows(value: TRows, index: np.ndarray, new: RowValue | Sequence[float]) -> TRows:
+@overload
+def replace_rows(
+    value: TLeafRows, index: np.ndarray, new: RowValue | Sequence[float]
+) -> TLeafRows: ...
+@overload
+def replace_rows(
+    value: Mapping[str, TLeafRows], index: np.ndarray, new: RowValue | Sequence[float]
+) -> dict[str, TLeafRows]: ...
+@overload
+def replace_rows(
+    value: RowValue, index: np.ndarray, new: RowValue | Sequence[float]
+) -> RowValue: ...
+def replace_rows(value: RowValue, index: np.ndarray, new: RowValue | Sequence[float]) -> RowValue:
     """A copy of ``value`` whose rows ``index`` are ``new`` (arrays, object arrays, Batches,
-    dicts of arrays, tensors); ``value`` itself is left untouched."""
-    if isinstance(value, Batch):
-        new_batch = cast(Batch, new)
-        return cast(
-            TRows,
-            batch_of_parsed_values(
-                {key: replace_rows(sub, index, new_batch[key]) for key, sub in value.items()}
-            ),
-        )
-    if isinstance(value, Mapping):  # EnvPool infos; keys a reset does not report keep their rows
-        new_map = cast(Mapping[str, RowValue], new)
-        return cast(
-            TRows,
-            {
-                key: replace_rows(sub, index, new_map[key]) if key in new_map else sub
-                for key, sub in value.items()
-            },
-        )
+    dicts of arrays, tensors); ``value`` itself is left untouched. A Batch's or dict's new rows
+    must come as a Batch or dict."""
+    if isinstance(value, Batch | Mapping):
+        if not isinstance(new, Batch | Mapping):
+            raise TypeError(
+                f"the new rows of a {type(value).__name__} must be a Batch or dict with its "
+                f"keys, got {type(new).__name__}"
+            )
+        if isinstance(value, Batch):
+            return batch_of_parsed_values(
+                {key: replace_rows(rows, index, new[key]) for key, rows in value.items()}
+            )
+        # EnvPool infos; keys a reset does not report keep their rows
+        return {
+            key: replace_rows(rows, index, new[key]) if key in new else rows
+            for key, rows in value.items()
+        }
     if isinstance(value, torch.Tensor):
         out_t = value.clone()
         out_t[torch.as_tensor(index, device=value.device)] = torch.as_tensor(
             new, dtype=value.dtype, device=value.device
         )
-        return cast(TRows, out_t)
-    array = cast(np.ndarray, value)
+        return out_t
     new_a = np.asarray(new)
-    if array.dtype != object and new_a.dtype != object and new_a.shape[1:] == array.shape[1:]:
-        out_a = array.copy()
+    if value.dtype != object and new_a.dtype != object and new_a.shape[1:] == value.shape[1:]:
+        out_a = value.copy()
         out_a[index] = new_a
-        return cast(TRows, out_a)
+        return out_a
     # object rows (ragged observations, infos), or rows whose shape differs from the others'
-    rows = np.empty(len(array), dtype=object)
-    for i in range(len(array)):
-        rows[i] = array[i]
+    rows = _object_rows(list(value))
     for j, i in enumerate(index):
         rows[i] = new_a[j]
-    return cast(TRows, rows)
+    return rows
 
 
+@overload
+def zero_rows(state: None, index: np.ndarray) -> None: ...
+@overload
+def zero_rows(state: TLeafRows, index: np.ndarray) -> TLeafRows: ...
+@overload
+def zero_rows(state: RowValue, index: np.ndarray) -> RowValue: ...
+@overload
+def zero_rows(state: HiddenState, index: np.ndarray) -> HiddenState: ...
 def zero_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
     """A copy of a recurrent hidden state with rows ``index`` cleared (zeros, or None for object
     arrays), for environments that just started a new episode."""
@@ -213,7 +274,7 @@ def zero_rows(state: HiddenState, index: np.ndarray) -> HiddenState:
     if isinstance(state, Batch):
         return Batch.empty(state, index)
     if isinstance(state, Mapping):
-        return {key: cast(RowValue, zero_rows(sub, index)) for key, sub in state.items()}
+        return {key: zero_rows(rows, index) for key, rows in state.items()}
     if isinstance(state, torch.Tensor):  # one out-of-place kernel instead of copy + write
         return state.index_fill(0, torch.as_tensor(index, dtype=torch.long, device=state.device), 0)
     out_a = np.array(state, copy=True)
@@ -314,14 +375,24 @@ def _joined_env_ids(ids: Sequence[np.ndarray]) -> np.ndarray:
     return concat_rows(ids)
 
 
-def stack_rows(rows: Sequence[TRows]) -> TRows:
-    """Stack single rows (numpy scalars/arrays, tensors or Batches) along a new first axis."""
+@overload
+def stack_rows(rows: Sequence[Batch]) -> Batch: ...
+@overload
+def stack_rows(rows: Sequence[torch.Tensor]) -> torch.Tensor: ...
+@overload
+def stack_rows(rows: Sequence[np.ndarray | np.generic | tuple | dict]) -> np.ndarray: ...
+@overload
+def stack_rows(rows: Sequence[ActRow]) -> ActRows: ...
+def stack_rows(rows: Sequence[ActRow]) -> ActRows:
+    """Stack single rows (numpy scalars/arrays, tuples/dicts, tensors or Batches) along a new
+    first axis; every row must be of the first row's kind."""
     first = rows[0]
     if isinstance(first, Batch):
-        return cast(TRows, Batch.stack(cast(list[Batch], list(rows))))
+        return Batch.stack(_all_of(Batch, rows))
     if isinstance(first, torch.Tensor):
-        return cast(TRows, torch.stack(cast(list[torch.Tensor], list(rows))))
-    return cast(TRows, np.stack(cast(Sequence[np.ndarray], rows)))
+        return torch.stack(_all_of(torch.Tensor, rows))
+    # the conversion np.stack applies to each row, made explicit for tuples and dicts
+    return np.stack([np.asanyarray(row) for row in rows])
 
 
 def put_rows(value: HiddenState, index: np.ndarray, new: RowValue, total: int) -> RowValue:
@@ -331,7 +402,6 @@ def put_rows(value: HiddenState, index: np.ndarray, new: RowValue, total: int) -
         if len(index) == total:
             return new
         value = zero_rows(take_rows(new, np.zeros(total, dtype=np.int64)), np.arange(total))
-        assert value is not None
     return replace_rows(value, index, new)
 
 

@@ -32,6 +32,7 @@ from tianshou.data._batch_values import (
     to_array_with_correct_type,
 )
 from tianshou.data.types import (
+    BatchOperand,
     BatchProtocol,
     IndexType,
     ProtocolCalledException,
@@ -39,20 +40,18 @@ from tianshou.data.types import (
     TObsArr,
 )
 
-_Operand = BatchProtocol | complex | np.number | np.bool_
-"""What Batch arithmetic accepts: a number, or a Batch with the same keys."""
-
 # ---------------------------------------------------------------------------------------------
 # value parsing: dicts and rows become sub-Batches, everything else is a leaf (see _batch_values)
 
 
-def _parse_value(value: Any) -> Any:
+def _parse_value(value: Any) -> object:
     """Convert one user-supplied value into the form a Batch stores.
 
     Dicts become Batches and lists/tuples/object arrays of dicts or Batches become stacked
     Batches; Batches are kept; every other value is converted by
     :func:`~tianshou.data._batch_values.parse_leaf`. The cheap checks for the common values come
-    first: this runs for every value set on a Batch.
+    first: this runs for every value set on a Batch. (``value`` is typed ``Any`` because those
+    checks, type identity through a local, do not narrow it for type checkers.)
     """
     value_type = type(value)
     if value_type is np.ndarray:
@@ -74,7 +73,7 @@ def _parse_value(value: Any) -> Any:
     return parse_leaf(value)
 
 
-def _parse_into(target: dict[str, Any], source: Mapping[str, Any]) -> None:
+def _parse_into(target: dict[str, object], source: Mapping[str, Any]) -> None:
     """Parse every value of ``source`` into ``target`` (a Batch's ``__dict__``)."""
     for key, value in source.items():
         if type(key) is not str and not isinstance(key, str):
@@ -93,13 +92,13 @@ def _parse_into(target: dict[str, Any], source: Mapping[str, Any]) -> None:
             target[key] = _parse_value(value)
 
 
-def _batch_from_mapping(mapping: Mapping[str, Any]) -> Batch:
+def _batch_from_mapping(mapping: Mapping[str, object]) -> Batch:
     batch = object.__new__(Batch)
     _parse_into(batch.__dict__, mapping)
     return batch
 
 
-def _is_batch_sequence(obj: Any) -> bool:
+def _is_batch_sequence(obj: object) -> bool:
     """Whether ``obj`` is a non-empty list/tuple or object array of dicts/Batches (its rows)."""
     if isinstance(obj, np.ndarray):
         return (
@@ -147,7 +146,7 @@ class Batch:
         | np.ndarray
         | None = None,
         copy: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         if copy:
             batch_dict = deepcopy(batch_dict)
@@ -169,7 +168,7 @@ class Batch:
             _parse_into(data, kwargs)
 
     @classmethod
-    def _from_parsed_dict(cls, data: dict[str, Any]) -> Self:
+    def _from_parsed_dict(cls, data: Mapping[str, object]) -> Self:
         """Build a Batch from already-parsed values without any checks or conversion.
 
         For internal hot paths (indexing, joining, replay buffers): every value must already be
@@ -181,7 +180,7 @@ class Batch:
 
     # -- access ---------------------------------------------------------------------------------
 
-    def __setattr__(self, key: str, value: Any) -> None:
+    def __setattr__(self, key: str, value: object) -> None:
         self.__dict__[key] = _parse_value(value)
 
     def __getattr__(self, key: str) -> Any:
@@ -212,15 +211,15 @@ class Batch:
     def items(self) -> ItemsView[str, Any]:
         return self.__dict__.items()
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         """Return the value of ``key``, or ``default`` when it is absent."""
         return self.__dict__.get(key, default)
 
-    def pop(self, key: str, default: Any = None) -> Any:
+    def pop(self, key: str, default: object = None) -> Any:
         """Remove ``key`` and return its value, or ``default`` when it is absent."""
         return self.__dict__.pop(key, default)
 
-    def update(self, batch: dict | BatchProtocol | None = None, **kwargs: Any) -> None:
+    def update(self, batch: dict | BatchProtocol | None = None, **kwargs: object) -> None:
         """Set (parsed) values from a dict or Batch, then from ``kwargs``, like ``dict.update``."""
         if batch is not None:
             _parse_into(self.__dict__, batch if isinstance(batch, dict) else batch.__dict__)
@@ -254,7 +253,7 @@ class Batch:
                 out[key] = _index_leaf(value, index, np_index)
         return result
 
-    def __setitem__(self, index: str | IndexType, value: Any) -> None:
+    def __setitem__(self, index: str | IndexType, value: object) -> None:
         """``batch["key"] = v`` sets a key; ``batch[idx] = other`` writes rows of existing keys.
 
         ``other`` must be a Batch or dict whose keys already exist here; keys it lacks are reset
@@ -403,7 +402,7 @@ class Batch:
                 data[key] = leaf_to_torch(value, dtype, device)
 
     def apply_values_transform(
-        self, values_transform: Callable[[Any], Any], inplace: bool = False
+        self, values_transform: Callable[[Any], object], inplace: bool = False
     ) -> Self | None:
         """Apply ``values_transform`` to every non-Batch leaf (``None`` included), recursively.
 
@@ -582,32 +581,32 @@ class Batch:
 
     # -- arithmetic -----------------------------------------------------------------------------
 
-    def __iadd__(self, other: _Operand) -> Self:
+    def __iadd__(self, other: BatchOperand) -> Self:
         return arithmetic(self, other, operator.iadd, inplace=True)
 
-    def __add__(self, other: _Operand) -> Self:
+    def __add__(self, other: BatchOperand) -> Self:
         return arithmetic(self, other, operator.add, inplace=False)
 
     __radd__ = __add__
 
-    def __isub__(self, other: _Operand) -> Self:
+    def __isub__(self, other: BatchOperand) -> Self:
         return arithmetic(self, other, operator.isub, inplace=True)
 
-    def __sub__(self, other: _Operand) -> Self:
+    def __sub__(self, other: BatchOperand) -> Self:
         return arithmetic(self, other, operator.sub, inplace=False)
 
-    def __imul__(self, value: _Operand) -> Self:
+    def __imul__(self, value: BatchOperand) -> Self:
         return arithmetic(self, value, operator.imul, inplace=True)
 
-    def __mul__(self, value: _Operand) -> Self:
+    def __mul__(self, value: BatchOperand) -> Self:
         return arithmetic(self, value, operator.mul, inplace=False)
 
     __rmul__ = __mul__
 
-    def __itruediv__(self, value: _Operand) -> Self:
+    def __itruediv__(self, value: BatchOperand) -> Self:
         return arithmetic(self, value, operator.itruediv, inplace=True)
 
-    def __truediv__(self, value: _Operand) -> Self:
+    def __truediv__(self, value: BatchOperand) -> Self:
         return arithmetic(self, value, operator.truediv, inplace=False)
 
     def __neg__(self) -> Self:
@@ -634,17 +633,17 @@ class Batch:
 
     __str__ = __repr__
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         """Pickle only the data, as a nested dict (sub-Batches become dicts)."""
         return {
             key: value.__getstate__() if isinstance(value, Batch) else value
             for key, value in self.__dict__.items()
         }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: Mapping[str, object]) -> None:
         _parse_into(self.__dict__, state)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
         result = object.__new__(type(self))
         memo[id(self)] = result
         out = result.__dict__
@@ -657,7 +656,7 @@ TBatch = TypeVar("TBatch", bound=BatchProtocol)
 _KEPT_TYPES = (torch.Tensor, Batch)  # stored as they are (subclasses included)
 
 
-def _index_leaf(value: Any, index: Any, np_index: Any) -> Any:
+def _index_leaf(value: Any, index: IndexType, np_index: IndexType) -> object:
     """Index a leaf that is not a plain ndarray/tensor (see ``Batch.__getitem__``)."""
     if value is None:
         return None
@@ -670,14 +669,14 @@ def _index_leaf(value: Any, index: Any, np_index: Any) -> Any:
     return value[index]
 
 
-def _scalar_len_message(key: str, value: Any) -> str:
+def _scalar_len_message(key: str, value: object) -> str:
     return (
         f"Batch has no len(): key {key!r} holds the scalar {value!r}; only leaves with a "
         "leading batch axis have a length"
     )
 
 
-def _leaf_len(key: str, value: Any) -> int:
+def _leaf_len(key: str, value: object) -> int:
     if isinstance(value, np.ndarray | torch.Tensor):
         if not value.ndim:
             raise TypeError(_scalar_len_message(key, value))
@@ -687,7 +686,7 @@ def _leaf_len(key: str, value: Any) -> int:
     raise TypeError(_scalar_len_message(key, value))
 
 
-def _leaf_repr(value: Any) -> str:
+def _leaf_repr(value: object) -> str:
     if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in NUMERIC_KINDS:
         return str(value)
     if isinstance(value, Batch):
@@ -729,7 +728,7 @@ __all__ = [
 ]
 
 
-def batch_of_parsed_values(data: dict[str, Any]) -> Batch:
+def batch_of_parsed_values(data: Mapping[str, object]) -> Batch:
     """Wrap values that are already what a :class:`Batch` stores, skipping every check.
 
     The package's hot paths (indexing, stacking, the replay buffers, the collect loop and the

@@ -13,10 +13,10 @@ which pads and reports problems with the offending key.
 """
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import torch
@@ -31,7 +31,10 @@ from tianshou.data._batch_values import (
 from tianshou.data.batch import Batch
 from tianshou.data.types import BatchProtocol, IndexType
 
-Joiner = Callable[[list[Any]], Any]
+ArrayJoiner = Callable[[list[np.ndarray]], np.ndarray]
+"""Joins one key's numpy leaves (concatenate or stack)."""
+TensorJoiner = Callable[[list[torch.Tensor]], torch.Tensor]
+"""Joins one key's tensor leaves (cat or stack)."""
 TDistribution = TypeVar("TDistribution", bound=Distribution)
 TBatch = TypeVar("TBatch", bound=Batch)
 _DATA = attrgetter("__dict__")
@@ -40,7 +43,13 @@ _DATA = attrgetter("__dict__")
 # storage allocation helpers used by cat/stack and the replay buffers
 
 
-def create_value(inst: Any, size: int, stack: bool = True) -> Batch | np.ndarray | torch.Tensor:
+@overload
+def create_value(inst: dict | BatchProtocol, size: int, stack: bool = True) -> Batch: ...
+@overload
+def create_value(
+    inst: object, size: int, stack: bool = True
+) -> Batch | np.ndarray | torch.Tensor: ...
+def create_value(inst: object, size: int, stack: bool = True) -> Batch | np.ndarray | torch.Tensor:
     """Allocate zero/None filled storage able to hold ``size`` values shaped like ``inst``.
 
     :param inst: an example value (array, tensor, Batch/dict, number or any object).
@@ -151,15 +160,18 @@ def _prepend_batch_axis(dist: TDistribution) -> TDistribution:
     return result  # type: ignore[return-value]
 
 
-def _rebuild_dist(dist: Distribution, transform: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+def _rebuild_dist(
+    dist: Distribution, transform: Callable[[torch.Tensor], torch.Tensor]
+) -> Distribution:
     params = {
         name: transform(dist.__dict__[name])
         for name in dist.arg_constraints
         if isinstance(dist.__dict__.get(name), torch.Tensor)
     }
-    dist_type: Any = type(dist)
+    # a distribution is built from its parameters (the constructor's signature varies by type)
+    build: Callable[..., Distribution] = type(dist)
     try:
-        return dist_type(**params)
+        return build(**params)
     except Exception as error:
         raise NotImplementedError(
             f"Batch cannot slice or reshape a {type(dist).__name__} distribution; supported are "
@@ -171,7 +183,7 @@ def _rebuild_dist(dist: Distribution, transform: Callable[[torch.Tensor], torch.
 # leaf updates used by Batch methods
 
 
-def reset_at(value: Any, index: IndexType | None) -> None:
+def reset_at(value: object, index: IndexType | None) -> None:
     """Set ``value[index]`` to zero (numeric) or None (object), recursing into Batches."""
     if isinstance(value, Batch):
         data = value.__dict__
@@ -223,10 +235,10 @@ def stack_into(target: Batch, batches: Sequence[dict | BatchProtocol], axis: int
     if target.__dict__:
         parts.insert(0, target)
 
-    def stack_arrays(values: list[Any]) -> np.ndarray:
+    def stack_arrays(values: list[np.ndarray]) -> np.ndarray:
         return np.stack(values, axis)
 
-    def stack_tensors(values: list[Any]) -> torch.Tensor:
+    def stack_tensors(values: list[torch.Tensor]) -> torch.Tensor:
         return torch.stack(values, axis)
 
     joined = _fast_join(list(map(_DATA, parts)), stack_arrays, stack_tensors, False)
@@ -235,7 +247,7 @@ def stack_into(target: Batch, batches: Sequence[dict | BatchProtocol], axis: int
     target.__dict__.update(joined)
 
 
-def _has_leaf(data: dict[str, Any]) -> bool:
+def _has_leaf(data: Mapping[str, object]) -> bool:
     return any(type(value) is not Batch or _has_leaf(value.__dict__) for value in data.values())
 
 
@@ -263,22 +275,25 @@ def _as_batches(batches: Sequence[dict | BatchProtocol], verb: str) -> list[Batc
 # fast route: identical key structure, one leaf type per key
 
 
-def _concat_arrays(values: list[Any]) -> np.ndarray:
+def _concat_arrays(values: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(values)
 
 
 def _fast_join(
-    dicts: list[dict[str, Any]], join_arrays: Joiner, join_tensors: Joiner, concat: bool
-) -> dict[str, Any] | None:
+    dicts: list[dict[str, Any]],
+    join_arrays: ArrayJoiner,
+    join_tensors: TensorJoiner,
+    concat: bool,
+) -> dict[str, object] | None:
     """Join leaf by leaf if all ``dicts`` share keys and leaf types, else return None.
 
-    ``concat`` selects concatenation (numpy scalars not allowed) over stacking. Any failure
+    ``concat`` selects concatenation (numpy scalars not allowed) over stacking. Every failure
     (missing key, mixed types, numpy/torch refusing the shapes) returns None, and the general
     route repeats the work with padding and error reporting.
     """
     if len(set(map(len, dicts))) != 1:
         return None
-    joined: dict[str, Any] = {}
+    joined: dict[str, object] = {}
     try:
         for key, value in dicts[0].items():
             leaf_type = type(value)
@@ -306,7 +321,7 @@ def _fast_join(
     return joined
 
 
-def _all_batches(dicts: list[dict[str, Any]], key: str) -> bool:
+def _all_batches(dicts: Sequence[Mapping[str, object]], key: str) -> bool:
     return all(type(data[key]) is Batch for data in dicts)
 
 
@@ -314,7 +329,7 @@ def _all_batches(dicts: list[dict[str, Any]], key: str) -> bool:
 # general route
 
 
-def _is_reserved(value: Any) -> bool:
+def _is_reserved(value: object) -> bool:
     """An empty sub-Batch: a key whose content is not known yet."""
     return isinstance(value, Batch) and not value.__dict__
 
@@ -352,7 +367,7 @@ def _structure_mismatch(left: dict, right: dict, prefix: str) -> str | None:
 _ABSENT = object()
 
 
-def _is_wildcard(value: Any) -> bool:
+def _is_wildcard(value: object) -> bool:
     return isinstance(value, Batch) and Batch.is_empty(value, recurse=True)
 
 
@@ -374,11 +389,11 @@ def _len_for_cat(batch: Batch) -> int:
         raise ValueError(f"Batch.cat cannot concatenate scalars: {error}") from error
 
 
-def _cat_general(batches: list[Batch], lens: list[int]) -> dict[str, Any]:
+def _cat_general(batches: list[Batch], lens: list[int]) -> dict[str, object]:
     offsets = [0]
     for length in lens:
         offsets.append(offsets[-1] + length)
-    joined: dict[str, Any] = {}
+    joined: dict[str, object] = {}
     for key in _union_keys(batches):
         filled = [
             (i, batch.__dict__[key])
@@ -396,24 +411,25 @@ def _cat_general(batches: list[Batch], lens: list[int]) -> dict[str, Any]:
     return joined
 
 
-def _cat_shared(key: str, values: list[Any], lens: list[int]) -> Any:
-    batch_count = sum(isinstance(value, Batch) for value in values)
-    if batch_count == len(values):
-        return Batch._from_parsed_dict(_cat_general(values, lens))
-    if batch_count:
+def _cat_shared(key: str, values: list[object], lens: list[int]) -> object:
+    batches = [value for value in values if isinstance(value, Batch)]
+    if len(batches) == len(values):
+        return Batch._from_parsed_dict(_cat_general(batches, lens))
+    if batches:
         raise ValueError(f"Batch.cat: key {key!r} is a Batch in some inputs and a leaf in others")
     if all(value is None for value in values):
         return None
+    tensors = [value for value in values if isinstance(value, torch.Tensor)]
     try:
-        if all(isinstance(value, torch.Tensor) for value in values):
-            return torch.cat(values)
-        return to_array_with_correct_type(np.concatenate(values))
+        if len(tensors) == len(values):
+            return torch.cat(tensors)
+        return to_array_with_correct_type(np.concatenate([np.asanyarray(v) for v in values]))
     except (ValueError, RuntimeError) as error:
         raise ValueError(f"Batch.cat cannot concatenate key {key!r}: {error}") from error
 
 
-def _stack_general(batches: list[Batch], axis: int) -> dict[str, Any]:
-    joined: dict[str, Any] = {}
+def _stack_general(batches: list[Batch], axis: int) -> dict[str, object]:
+    joined: dict[str, object] = {}
     for key in _union_keys(batches):
         filled = [
             (i, batch.__dict__[key])
@@ -434,19 +450,20 @@ def _stack_general(batches: list[Batch], axis: int) -> dict[str, Any]:
     return joined
 
 
-def _stack_shared(key: str, values: list[Any], axis: int) -> Any:
-    batch_count = sum(isinstance(value, Batch) for value in values)
-    if batch_count == len(values):
-        return Batch._from_parsed_dict(_stack_general(values, axis))
-    if batch_count:
+def _stack_shared(key: str, values: list[object], axis: int) -> object:
+    batches = [value for value in values if isinstance(value, Batch)]
+    if len(batches) == len(values):
+        return Batch._from_parsed_dict(_stack_general(batches, axis))
+    if batches:
         raise ValueError(f"Batch.stack: key {key!r} is a Batch in some inputs and a leaf in others")
-    if all(isinstance(value, torch.Tensor) for value in values):
+    tensors = [value for value in values if isinstance(value, torch.Tensor)]
+    if len(tensors) == len(values):
         try:
-            return torch.stack(values, axis)
+            return torch.stack(tensors, axis)
         except RuntimeError as error:
             raise ValueError(f"Batch.stack cannot stack key {key!r}: {error}") from error
     try:
-        return to_array_with_correct_type(np.stack(values, axis))
+        return to_array_with_correct_type(np.stack([np.asanyarray(v) for v in values], axis))
     except ValueError:
         warnings.warn(
             f"Batch.stack: values of key {key!r} have different shapes; storing them as an "
@@ -465,7 +482,7 @@ def _pad(
     size: int,
     stack: bool,
     position: Callable[[int], int | slice],
-) -> Any:
+) -> Batch | np.ndarray | torch.Tensor:
     """Allocate zero/None storage for a key missing in some inputs and write the present ones."""
     storage = create_value(filled[0][1], size, stack=stack)
     for i, value in filled:
@@ -501,7 +518,7 @@ def trees_equal(left: Batch, right: Batch) -> bool:
     return True
 
 
-def leaves_equal(left: Any, right: Any) -> bool:
+def leaves_equal(left: object, right: object) -> bool:
     """Compare two leaves: tensors as numpy arrays, arrays by dtype, shape and values.
 
     0-d arrays compare like 1-element arrays; NaN equals NaN; object arrays are compared
@@ -510,11 +527,14 @@ def leaves_equal(left: Any, right: Any) -> bool:
     if left is right:
         return True
     left, right = _comparable(left), _comparable(right)
-    if isinstance(left, np.ndarray) != isinstance(right, np.ndarray):
+    if isinstance(left, np.ndarray) and isinstance(right, np.ndarray):
+        return _arrays_equal(np.atleast_1d(left), np.atleast_1d(right))
+    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
         return False
-    if not isinstance(left, np.ndarray):
-        return _objects_equal(left, right)
-    left, right = np.atleast_1d(left), np.atleast_1d(right)
+    return _objects_equal(left, right)
+
+
+def _arrays_equal(left: np.ndarray, right: np.ndarray) -> bool:
     if left.dtype != right.dtype or left.shape != right.shape:
         return False
     if left.dtype == object:
@@ -522,13 +542,13 @@ def leaves_equal(left: Any, right: Any) -> bool:
     return bool(np.array_equal(left, right, equal_nan=left.dtype.kind in "fc"))
 
 
-def _comparable(value: Any) -> Any:
+def _comparable(value: object) -> object:
     if isinstance(value, torch.Tensor):
         return value.detach().cpu().numpy()
     return value
 
 
-def _objects_equal(left: Any, right: Any) -> bool:
+def _objects_equal(left: object, right: object) -> bool:
     if isinstance(left, np.ndarray | torch.Tensor) or isinstance(right, np.ndarray | torch.Tensor):
         return leaves_equal(left, right)
     if isinstance(left, float) and isinstance(right, float) and left != left and right != right:
@@ -543,7 +563,7 @@ def _objects_equal(left: Any, right: Any) -> bool:
 # null values
 
 
-def null_mask(value: Any) -> np.ndarray | torch.Tensor:
+def null_mask(value: object) -> np.ndarray | torch.Tensor:
     """Element-wise mask of a leaf: True where it is None or NaN (the whole leaf if scalar)."""
     if isinstance(value, torch.Tensor):
         return torch.isnan(value)
@@ -552,11 +572,11 @@ def null_mask(value: Any) -> np.ndarray | torch.Tensor:
             return np.asarray(np.isnan(value))
         if value.dtype.kind in NUMERIC_KINDS:
             return np.zeros(value.shape, dtype=bool)
-        return np.frompyfunc(_is_null_object, 1, 1)(value).astype(bool)
+        return np.asarray(np.frompyfunc(_is_null_object, 1, 1)(value), dtype=bool)
     return np.asarray(_is_null_object(value))
 
 
-def _is_null_object(obj: Any) -> bool:
+def _is_null_object(obj: object) -> bool:
     return obj is None or (isinstance(obj, float | np.floating) and obj != obj)
 
 
@@ -614,7 +634,7 @@ def retype_object_leaves(batch: Batch) -> None:
 
 
 def arithmetic(
-    batch: TBatch, other: object, op: Callable[[Any, Any], Any], inplace: bool
+    batch: TBatch, other: object, op: Callable[[Any, Any], object], inplace: bool
 ) -> TBatch:
     """Apply the binary operator ``op`` leaf-wise with a number or a Batch with the same keys.
 

@@ -32,8 +32,9 @@ acts for and waits for (:mod:`tianshou.data._env_stepping`).
 """
 
 import time
+from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Generic
 
 import gymnasium as gym
 import numpy as np
@@ -51,7 +52,7 @@ from tianshou.data._env_stepping import (
     LockstepStepping,
     ReadyFirstStepping,
 )
-from tianshou.data._rollout import as_obs
+from tianshou.data._rollout import InfoRows, VenvObs, as_obs
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.collector_base import (
@@ -108,12 +109,6 @@ __all__ = [
     "StepHookProtocol",
     "get_stddev_from_dist",
 ]
-
-
-def _read_collect_clock() -> float:
-    """Seconds on the monotonic clock timing ``collect`` (see ``BaseCollector.collect``); the
-    module attribute ``time`` is looked up at every call, so that patching it takes effect."""
-    return time.monotonic()
 
 
 class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
@@ -188,8 +183,10 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
             self._on_step_hook(action_batch, rollout_batch)
 
     # ---------------------------------------------------------------- resets
-    def reset_env(self, gym_reset_kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
-        obs, info = self.env.reset(**(gym_reset_kwargs or {}))
+    def reset_env(
+        self, gym_reset_kwargs: Mapping[str, object] | None = None
+    ) -> tuple[VenvObs, InfoRows]:
+        obs, info = self.env.reset(env_id=None, **(gym_reset_kwargs or {}))
         obs_rows = as_obs(obs)
         if self.raise_on_nan_in_buffer:
             check_env_output(obs_rows, None, np.arange(self.env_num), "reset")
@@ -207,6 +204,10 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
     def _can_continue_after(self, exc: BaseException) -> bool:
         return isinstance(exc, StopIteration) and self._cursor is not None
 
+    def _read_clock(self) -> float:
+        # the module attribute ``time`` is looked up at every call, so that patching it counts
+        return time.monotonic()
+
     def _check_is_reset(self) -> EnvCursor:
         """The envs' current state; raises unless the collector was reset since it was built,
         closed, or interrupted."""
@@ -220,7 +221,7 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
 
     # ---------------------------------------------------------------- collection
     def _new_run(
-        self, stats: TCollectStats, random: bool, gym_reset_kwargs: dict[str, Any] | None
+        self, stats: TCollectStats, random: bool, gym_reset_kwargs: Mapping[str, object] | None
     ) -> CollectRun:
         """The run of one ``collect`` call, given everything it uses."""
         step_hook = self.run_on_step_hook if self._on_step_hook is not None else None
@@ -265,7 +266,7 @@ class Collector(BaseCollector[TCollectStats], Generic[TCollectStats]):
         n_episode: int | None,
         random: bool,
         render: float | None,
-        gym_reset_kwargs: dict[str, Any] | None,
+        gym_reset_kwargs: Mapping[str, object] | None,
     ) -> None:
         cursor = self._check_is_reset()
         run = self._new_run(stats, random, gym_reset_kwargs)
@@ -314,7 +315,9 @@ class AsyncCollector(Collector[TCollectStats], Generic[TCollectStats]):
         self._ready_first = ReadyFirstStepping(self.env)
         """Which envs are ready, and the actions sent to the others; lasts across calls."""
 
-    def reset_env(self, gym_reset_kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    def reset_env(
+        self, gym_reset_kwargs: Mapping[str, object] | None = None
+    ) -> tuple[VenvObs, InfoRows]:
         # an env that is still stepping cannot be reset: let every env finish its step first
         while getattr(self.env, "waiting_id", None):
             self.env.step(None)

@@ -5,15 +5,18 @@ The collectors themselves live in :mod:`tianshou.data.collector`, and the loop o
 ``collect`` call in :mod:`tianshou.data._collect_run`.
 """
 
+import time
 import warnings
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Generic
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Generic
 
 import gymnasium as gym
 import numpy as np
 import torch
 from typing_extensions import TypeVar
 
+from tianshou.data._rollout import InfoRows, VenvObs
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import MalformedBufferError, ReplayBuffer
 from tianshou.data.buffer.cached import CachedReplayBuffer
@@ -97,19 +100,6 @@ def _check_buffer(buffer: ReplayBuffer | None, env_num: int) -> ReplayBuffer:
             f"buffer_num={env_num})"
         )
     return buffer
-
-
-def _clock() -> float:
-    """Seconds on the monotonic clock that times ``collect``.
-
-    The clock is read through the ``time`` module of :mod:`tianshou.data.collector`, where the
-    published library does its timing, so that replacing ``tianshou.data.collector.time``
-    changes the reported durations there as well as here.
-    """
-    # imported here: tianshou.data.collector imports this module
-    from tianshou.data.collector import _read_collect_clock
-
-    return _read_collect_clock()
 
 
 def _null_keys(batch: Batch, prefix: str = "") -> list[str]:
@@ -198,8 +188,8 @@ class BaseCollector(Generic[TCollectStats], ABC):
         self,
         reset_buffer: bool = True,
         reset_stats: bool = True,
-        gym_reset_kwargs: dict[str, Any] | None = None,
-    ) -> tuple[Any, Any]:
+        gym_reset_kwargs: Mapping[str, object] | None = None,
+    ) -> tuple[VenvObs, InfoRows]:
         """Reset the envs and, by default, the buffer and the counters; required before the first
         ``collect`` (or use ``collect(reset_before_collect=True)``).
 
@@ -227,7 +217,9 @@ class BaseCollector(Generic[TCollectStats], ABC):
         self.buffer.reset(keep_statistics=keep_statistics)
 
     @abstractmethod
-    def reset_env(self, gym_reset_kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    def reset_env(
+        self, gym_reset_kwargs: Mapping[str, object] | None = None
+    ) -> tuple[VenvObs, InfoRows]:
         """Reset all envs and forget running episodes (and hidden states)."""
 
     def collect(
@@ -237,7 +229,7 @@ class BaseCollector(Generic[TCollectStats], ABC):
         random: bool = False,
         render: float | None = None,
         reset_before_collect: bool = False,
-        gym_reset_kwargs: dict[str, Any] | None = None,
+        gym_reset_kwargs: Mapping[str, object] | None = None,
     ) -> TCollectStats:
         """Collect ``n_step`` transitions or ``n_episode`` episodes into the buffer.
 
@@ -266,16 +258,16 @@ class BaseCollector(Generic[TCollectStats], ABC):
         if reset_before_collect:
             self.reset(reset_buffer=False, gym_reset_kwargs=gym_reset_kwargs)
         stats = self.collect_stats_class()
-        start = _clock()
+        start = self._read_clock()
         try:
             with torch_train_mode(self.policy, enabled=False), torch.no_grad():
                 self._collect(stats, n_step, n_episode, random, render, gym_reset_kwargs)
         except BaseException as exc:
-            self._count(stats, _clock() - start)
+            self._count(stats, self._read_clock() - start)
             if not self._can_continue_after(exc):
                 self._refuse_until_reset(exc, stats)
             raise
-        elapsed = _clock() - start
+        elapsed = self._read_clock() - start
         self._count(stats, elapsed)
         stats.set_collect_time(elapsed, update_collect_speed=True)
         stats.refresh_all_sequence_stats()
@@ -287,6 +279,13 @@ class BaseCollector(Generic[TCollectStats], ABC):
                 "or a step hook that writes incomplete data"
             )
         return stats
+
+    def _read_clock(self) -> float:
+        """Seconds on the monotonic clock that times ``collect``. The collectors of
+        :mod:`tianshou.data.collector` read the clock of that module's ``time``, where the
+        published library does its timing, so that replacing ``tianshou.data.collector.time``
+        changes the reported durations."""
+        return time.monotonic()
 
     def _check_collect_args(self, n_step: int | None, n_episode: int | None) -> None:
         if (n_step is None) == (n_episode is None):
@@ -342,7 +341,7 @@ class BaseCollector(Generic[TCollectStats], ABC):
         n_episode: int | None,
         random: bool,
         render: float | None,
-        gym_reset_kwargs: dict[str, Any] | None,
+        gym_reset_kwargs: Mapping[str, object] | None,
     ) -> None:
         """Run the collection loop (in eval mode, without gradients), recording into ``stats``
         as steps complete (so that an interrupted run has counted what it stored)."""

@@ -1,13 +1,16 @@
 """Wrappers around a whole vector env, e.g. to normalise observations across all its envs."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tianshou.env.utils import gym_new_venv_step_type
 from tianshou.env.venvs import BaseVectorEnv, IdType
 from tianshou.utils.statistics import RunningMeanStd
+
+if TYPE_CHECKING:
+    from tianshou.data.batch import Batch
 
 
 class VectorEnvWrapper(BaseVectorEnv):
@@ -40,7 +43,9 @@ class VectorEnvWrapper(BaseVectorEnv):
     def reset(self, env_id: IdType = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
         return self.venv.reset(env_id, **kwargs)
 
-    def step(self, action: np.ndarray | None, id: IdType = None) -> gym_new_venv_step_type:
+    def step(
+        self, action: "np.ndarray | Batch | None", id: IdType = None
+    ) -> gym_new_venv_step_type:
         return self.venv.step(action, id)
 
     def seed(self, seed: int | Sequence[int | None] | None = None) -> list[Any]:
@@ -84,7 +89,9 @@ class VectorEnvNormObs(VectorEnvWrapper):
         obs, info = self.venv.reset(env_id, **kwargs)
         return self._norm_obs(obs), info
 
-    def step(self, action: np.ndarray | None, id: IdType = None) -> gym_new_venv_step_type:
+    def step(
+        self, action: "np.ndarray | Batch | None", id: IdType = None
+    ) -> gym_new_venv_step_type:
         obs, rew, terminated, truncated, info = self.venv.step(action, id)
         return self._norm_obs(obs), rew, terminated, truncated, info
 

@@ -20,7 +20,7 @@ flight are discarded by their workers instead of being returned for a later call
 import contextlib
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -35,6 +35,9 @@ from tianshou.env.worker import (
     SubprocEnvWorker,
 )
 from tianshou.utils.optional_dependency import install_hint
+
+if TYPE_CHECKING:
+    from tianshou.data.batch import Batch
 
 GYM_RESERVED_KEYS = ["metadata", "reward_range", "spec", "action_space", "observation_space"]
 """Attributes that read per-env lists through :meth:`BaseVectorEnv.get_env_attr`."""
@@ -254,8 +257,11 @@ class BaseVectorEnv:
             result[1]["env_id"] = j
         return _stack_obs([r[0] for r in results]), _object_array([r[1] for r in results])
 
-    def step(self, action: np.ndarray | None, id: IdType = None) -> gym_new_venv_step_type:
-        """Step the envs ``id`` (all by default) with one action each.
+    def step(
+        self, action: "np.ndarray | Batch | None", id: IdType = None
+    ) -> gym_new_venv_step_type:
+        """Step the envs ``id`` (all by default) with one action each: an array, or a Batch
+        (structured actions) whose rows are the envs' actions.
 
         In asynchronous mode, ``action=None`` only collects results of envs already stepping,
         and the returned arrays cover just the envs that finished (see ``info["env_id"]``).
@@ -326,7 +332,7 @@ class BaseVectorEnv:
     def _send_and_receive(
         self,
         ids: Sequence[int] | np.ndarray,
-        actions: np.ndarray | Sequence[Any] | None,
+        actions: "np.ndarray | Batch | Sequence[Any] | None",
         reset_kwargs: dict[str, Any] | None = None,
     ) -> list[Any]:
         """Start all envs first, then collect each result.
@@ -352,7 +358,9 @@ class BaseVectorEnv:
         return results
 
     def _step_async(
-        self, action: np.ndarray | Sequence[Any] | None, ids: Sequence[int] | np.ndarray
+        self,
+        action: "np.ndarray | Batch | Sequence[Any] | None",
+        ids: Sequence[int] | np.ndarray,
     ) -> gym_new_venv_step_type:
         if action is not None:
             self._assert_id(ids)

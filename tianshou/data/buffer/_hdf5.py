@@ -29,7 +29,7 @@ none of them.
 import contextlib
 import os
 import uuid
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -222,7 +222,7 @@ def _full_storage(state: dict[str, Any]) -> Batch:
         raise MalformedBufferError(
             f"the file stores {len(meta)} rows, but its counters say {len(rows)} transitions",
         )
-    storage = cast(Batch, create_value(meta, int(state["maxsize"]), stack=False))
+    storage = create_value(meta, int(state["maxsize"]), stack=False)
     storage[rows] = meta
     return storage
 

@@ -13,20 +13,21 @@ data. Reads go the other way: :func:`gather` fancy-indexes every leaf and rebuil
 ``Batch._from_parsed_dict`` (no re-parsing of values that are already arrays).
 """
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
 
 from tianshou.data.batch import Batch, batch_of_parsed_values
 
-Path = tuple[Any, ...]
+Path = tuple[str, ...]
+"""The keys leading from the storage's root to a leaf (or to an empty sub-Batch)."""
 EMPTY = "<empty Batch>"
 """Marker appended to the path of an empty sub-Batch in a flattened input."""
 
 
-def is_batch(value: Any) -> bool:
+def is_batch(value: object) -> TypeGuard[Batch]:
     """``isinstance(value, Batch)``, fast for the common leaf types (a failing isinstance check
     against Batch's protocol base class is slow)."""
     kind = type(value)
@@ -52,11 +53,11 @@ class LeafSpec:
         self.array = array
         self.tail = tuple(array.shape[1:])
         self.is_tensor = isinstance(array, torch.Tensor)
-        self.dtype: Any = array.dtype
+        self.dtype: np.dtype | torch.dtype = array.dtype
         numeric = not isinstance(array, np.ndarray) or array.dtype.kind in "biufc"
-        self.fill: Any = 0 if numeric else None
+        self.fill: int | None = 0 if numeric else None
         # dtypes already checked to convert losslessly into this leaf; others are checked on use
-        self.ok_dtypes: set[Any] = {array.dtype}
+        self.ok_dtypes: set[np.dtype | torch.dtype] = {array.dtype}
 
 
 class WritePlan:
@@ -137,7 +138,7 @@ def _covered(path: Path, given: set[Path]) -> bool:
     return any(path[:cut] in given for cut in range(1, len(path) + 1))
 
 
-def to_numpy(value: Any) -> np.ndarray:
+def to_numpy(value: object) -> np.ndarray:
     """``value`` as a numpy array (tensors are detached and moved to the CPU)."""
     if isinstance(value, np.ndarray):
         return value
@@ -146,7 +147,7 @@ def to_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def as_flags(value: Any, key: str) -> np.ndarray:
+def as_flags(value: object, key: str) -> np.ndarray:
     """``value`` as a bool array: bools pass, numbers must be 0 or 1 (``1.0``, ``np.int8(0)``).
 
     Strings are refused rather than converted: ``bool("False")`` is True.
@@ -228,15 +229,17 @@ def prepare_input(
     return data, rew, done
 
 
-def flatten_input(data: dict[str, Any]) -> tuple[list[Path], list[Any]]:
+def flatten_input(data: Mapping[str, object]) -> tuple[list[Path], list[object]]:
     """Flatten a Batch's ``__dict__`` into parallel lists of key paths and leaf values."""
     paths: list[Path] = []
-    values: list[Any] = []
+    values: list[object] = []
     _flatten(data, (), paths, values)
     return paths, values
 
 
-def _flatten(data: dict[str, Any], prefix: Path, paths: list[Path], values: list[Any]) -> None:
+def _flatten(
+    data: Mapping[str, object], prefix: Path, paths: list[Path], values: list[object]
+) -> None:
     for key, value in data.items():
         if is_batch(value):
             sub = value.__dict__
@@ -250,7 +253,7 @@ def _flatten(data: dict[str, Any], prefix: Path, paths: list[Path], values: list
             values.append(value)
 
 
-def coerce(value: Any, spec: LeafSpec, n: int | None) -> Any:
+def coerce(value: object, spec: LeafSpec, n: int | None) -> object:
     """Check ``value`` fits ``spec`` (``n`` rows, or one un-stacked row when ``n`` is None) and
     return it in a form that can be assigned without failing or losing information.
 
@@ -266,7 +269,7 @@ def coerce(value: Any, spec: LeafSpec, n: int | None) -> Any:
     return _coerce_slow(value, spec, n)
 
 
-def _coerce_slow(value: Any, spec: LeafSpec, n: int | None) -> Any:
+def _coerce_slow(value: object, spec: LeafSpec, n: int | None) -> object:
     name = path_name(spec.path)
     if value is None:
         if spec.fill is None:
@@ -309,7 +312,9 @@ def _check_shape(shape: tuple[int, ...], spec: LeafSpec, n: int | None, name: st
 
 
 def _coerce_numeric(value: np.ndarray, spec: LeafSpec, name: str) -> np.ndarray:
-    src, dst = value.dtype, spec.dtype
+    target = spec.array
+    assert isinstance(target, np.ndarray)
+    src, dst = value.dtype, target.dtype
     if src.kind in "biufc":
         lossless = np.can_cast(src, dst, "same_kind") or (dst.kind == "b" and src.kind in "iu")
         if not lossless:
@@ -363,13 +368,14 @@ def write(specs: list[LeafSpec | None], values: list[Any], rows: Any, span: slic
             spec.array[rows] = value
 
 
-def fill(specs: list[LeafSpec], rows: Any) -> None:
+def fill(specs: list[LeafSpec], rows: int | np.ndarray) -> None:
     """Zero (numeric) or None (object) the given storage leaves at ``rows``."""
     for spec in specs:
-        if spec.is_tensor:
-            spec.array[torch.as_tensor(rows)] = 0
+        array = spec.array
+        if isinstance(array, torch.Tensor):
+            array[torch.as_tensor(rows)] = 0
         else:
-            spec.array[rows] = spec.fill
+            array[rows] = spec.fill
 
 
 def gather(node: Any, index: Any) -> Any:
@@ -400,7 +406,7 @@ def slice_view(node: Any, part: slice) -> Any:
     return node[part]
 
 
-def null_rows(node: Any, index: np.ndarray) -> np.ndarray:
+def null_rows(node: object, index: np.ndarray) -> np.ndarray:
     """Boolean mask over ``index``: True where any leaf holds NaN or None at that row."""
     mask = np.zeros(len(index), dtype=bool)
     for leaf in _leaves(node):
@@ -423,11 +429,11 @@ def null_rows(node: Any, index: np.ndarray) -> np.ndarray:
     return mask
 
 
-def _is_null(x: Any) -> bool:
+def _is_null(x: object) -> bool:
     return x is None or (isinstance(x, float) and x != x)
 
 
-def _leaves(node: Any) -> list[Any]:
+def _leaves(node: object) -> list[np.ndarray | torch.Tensor]:
     if is_batch(node):
         return [leaf for v in node.__dict__.values() for leaf in _leaves(v)]
     if isinstance(node, np.ndarray | torch.Tensor):

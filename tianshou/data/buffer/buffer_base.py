@@ -20,7 +20,7 @@ calling ``ReplayBuffer.__init__`` on a manager); ``_on_storage_changed`` runs wh
 storage's key structure changes.
 """
 
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -327,7 +327,7 @@ class ReplayBuffer(BufferStateMixin):
                 batch.__dict__[key] = np.asarray(to_numpy(data[key]), dtype=dtype)
         stack = n is None
         if self._meta.is_empty():
-            self._set_storage(cast(Batch, create_value(batch, self.maxsize, stack=stack)))
+            self._set_storage(create_value(batch, self.maxsize, stack=stack))
         else:
             alloc_by_keys_diff(self._meta, batch, self.maxsize, stack=stack)
             self._set_storage(self._meta)
