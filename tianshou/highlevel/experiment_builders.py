@@ -17,6 +17,13 @@ from typing import Generic, Self, TypeVar
 
 from torch import nn
 
+from tianshou.highlevel._experiment import ExperimentConfig
+from tianshou.highlevel._experiment_builder import (
+    ExperimentBuilder,
+    OffPolicyExperimentBuilder,
+    OnPolicyExperimentBuilder,
+    TTrainingConfig,
+)
 from tianshou.highlevel.algorithm import (
     A2CAlgorithmFactory,
     AlgorithmFactory,
@@ -44,13 +51,6 @@ from tianshou.highlevel.builder_mixins import (
 )
 from tianshou.highlevel.config import OffPolicyTrainingConfig, OnPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactory, Environments
-from tianshou.highlevel.experiment import (
-    ExperimentBuilder,
-    ExperimentConfig,
-    OffPolicyExperimentBuilder,
-    OnPolicyExperimentBuilder,
-    TTrainingConfig,
-)
 from tianshou.highlevel.module.actor import ActorFactoryDefault, ContinuousActorType
 from tianshou.highlevel.module.core import ModuleFactory, TDevice
 from tianshou.highlevel.module.intermediate import IntermediateModule, IntermediateModuleFactory
