@@ -49,6 +49,9 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
         builder's training config class.
     """
 
+    training_config_class: type[TTrainingConfig]
+    """The builder's kind of training config; its defaults are used when none is given."""
+
     def __init__(
         self,
         env_factory: EnvFactory,
@@ -61,7 +64,7 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
             experiment_config if experiment_config is not None else ExperimentConfig()
         )
         self._training_config = (
-            training_config if training_config is not None else self._create_training_config()
+            training_config if training_config is not None else self.training_config_class()
         )
         self._logger_factory: LoggerFactory | None = None
         self._optim_factory: OptimizerFactoryFactory | None = None
@@ -69,10 +72,6 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
         self._collector_factory: CollectorFactory | None = None
         self._trainer_callbacks = TrainerCallbacks()
         self._name: str | None = None
-
-    @abstractmethod
-    def _create_training_config(self) -> TTrainingConfig:
-        """The training config used when none is given."""
 
     @abstractmethod
     def _create_algorithm_factory(self) -> AlgorithmFactory:
@@ -259,12 +258,10 @@ class ExperimentBuilder(ABC, Generic[TTrainingConfig]):
 class OnPolicyExperimentBuilder(ExperimentBuilder[OnPolicyTrainingConfig], ABC):
     """Base of the builders of on-policy algorithms (default: :class:`OnPolicyTrainingConfig`)."""
 
-    def _create_training_config(self) -> OnPolicyTrainingConfig:
-        return OnPolicyTrainingConfig()
+    training_config_class = OnPolicyTrainingConfig
 
 
 class OffPolicyExperimentBuilder(ExperimentBuilder[OffPolicyTrainingConfig], ABC):
     """Base of the builders of off-policy algorithms (default: :class:`OffPolicyTrainingConfig`)."""
 
-    def _create_training_config(self) -> OffPolicyTrainingConfig:
-        return OffPolicyTrainingConfig()
+    training_config_class = OffPolicyTrainingConfig

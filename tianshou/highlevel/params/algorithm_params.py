@@ -220,7 +220,9 @@ class ParamTransformerNoiseFactory(ParamTransformerChangeValue):
     ``"default"`` are kept (the policy resolves ``"default"`` itself, exactly as the procedural
     API does, so both APIs explore alike)."""
 
-    def change_value(self, value: Any, data: ParamTransformerData) -> BaseNoise | str | None:
+    def change_value(
+        self, value: Any, data: ParamTransformerData
+    ) -> BaseNoise | Literal["default"] | None:
         if isinstance(value, NoiseFactory):
             return value.create_noise(data.envs)
         if value is None or isinstance(value, BaseNoise) or value == "default":
