@@ -94,3 +94,32 @@ def test_the_actor_factory_feeds_the_future_that_a_sharing_critic_reads() -> Non
 def test_sharing_the_actor_needs_a_builder_with_an_actor() -> None:
     with pytest.raises(TypeError, match="CriticWithoutActor builds no actor"):
         CriticWithoutActor().with_critic_factory_use_actor()
+
+
+class UnboundedGaussianActorWithTwoCritics(
+    _BuilderMixinActorFactory_ContinuousGaussian, _BuilderMixinDualCriticFactory
+):
+    """The network part of SAC's builder, whose default Gaussian is unbounded and conditioned."""
+
+    _default_actor_continuous_unbounded = True
+    _default_actor_continuous_conditioned_sigma = True
+
+
+def test_default_networks_size_every_network_of_the_builder_as_its_defaults() -> None:
+    actor, critic = GaussianActorWithCritic().with_default_networks((5,))._get_network_factories()
+    inner: Any = actor.actor_factory  # type: ignore[union-attr]
+    assert tuple(inner.hidden_sizes) == (5,)
+    assert not inner.continuous_unbounded
+    assert isinstance(critic, CriticFactoryDefault) and tuple(critic.hidden_sizes) == (5,)
+
+    builder = UnboundedGaussianActorWithTwoCritics().with_default_networks((6, 6))
+    actor, critic1, critic2 = builder._get_network_factories()
+    inner = actor.actor_factory  # type: ignore[union-attr]
+    assert tuple(inner.hidden_sizes) == (6, 6)
+    assert inner.continuous_unbounded and inner.continuous_conditioned_sigma
+    for critic in (critic1, critic2):
+        assert isinstance(critic, CriticFactoryDefault) and tuple(critic.hidden_sizes) == (6, 6)
+
+    _, ensemble = GaussianActorWithEnsemble().with_default_networks((7,))._get_network_factories()
+    assert isinstance(ensemble, CriticEnsembleFactoryDefault)
+    assert tuple(ensemble.hidden_sizes) == (7,)

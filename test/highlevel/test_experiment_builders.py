@@ -128,6 +128,11 @@ def test_each_builder_passes_its_params_and_training_config_to_its_algorithm_fac
     factory = algorithm_factory_of(builder)
     assert factory.params == params
     assert factory.training_config.max_epochs == 7
+    assert builder_class.params_class is type(params)  # type: ignore[attr-defined]
+    assert builder_class.training_config_class is training_config_class
+    other = dataclasses.replace(params, gamma=0.5)
+    assert builder.with_params(other) is builder  # the setter of any algorithm's builder
+    assert algorithm_factory_of(builder).params == other
 
 
 @pytest.mark.parametrize("builder_class", [entry[0] for entry in BUILDERS])

@@ -46,6 +46,17 @@ class _BuilderMixinNetworkFactories:
         """The factories of the algorithm's networks, in the algorithm factory's order."""
         return ()
 
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        """Build each of the algorithm's networks (actor, critics, ...) as its default MLP with
+        hidden layers of ``hidden_sizes``, as the builder builds it when none is chosen.
+
+        Each network mixin sets its own networks and passes on to the next, so that one call
+        sizes all of a builder's networks (e.g. for a search over network sizes).
+
+        :param hidden_sizes: widths of the hidden layers of every network.
+        """
+        return self
+
 
 class _BuilderMixinActorFactory(_BuilderMixinNetworkFactories):
     """Lets a builder set the actor factory; provides the future of the actor it builds.
@@ -88,6 +99,14 @@ class _BuilderMixinActorFactory(_BuilderMixinNetworkFactories):
             discrete_softmax=self._discrete_softmax,
         )
         return self
+
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        self._with_actor_factory_default(
+            hidden_sizes,
+            continuous_unbounded=self._default_actor_continuous_unbounded,
+            continuous_conditioned_sigma=self._default_actor_continuous_conditioned_sigma,
+        )
+        return super().with_default_networks(hidden_sizes)
 
     def get_actor_future(self) -> ActorFuture:
         """The future holding the actor once the experiment has built it."""
@@ -207,6 +226,10 @@ class _BuilderMixinSingleCriticFactory(_BuilderMixinNetworkFactories):
         self._critic_factory = CriticFactoryDefault(hidden_sizes, hidden_activation)
         return self
 
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        self.with_critic_factory_default(hidden_sizes)
+        return super().with_default_networks(hidden_sizes)
+
     def _get_critic_factory(self) -> CriticFactory:
         if self._critic_factory is None:
             return CriticFactoryDefault()
@@ -286,6 +309,10 @@ class _BuilderMixinDualCriticFactory(_BuilderMixinNetworkFactories):
         """Put the second critic's head on the actor's body."""
         return self.with_critic2_factory(_critic_reusing_actor(self))
 
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        self.with_common_critic_factory_default(hidden_sizes)
+        return super().with_default_networks(hidden_sizes)
+
     def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
         critics = (self._critic1_factory, self._critic2_factory)
         return (
@@ -315,6 +342,10 @@ class _BuilderMixinCriticEnsembleFactory(_BuilderMixinNetworkFactories):
         """
         self._critic_ensemble_factory = CriticEnsembleFactoryDefault(hidden_sizes)
         return self
+
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        self.with_critic_ensemble_factory_default(hidden_sizes)
+        return super().with_default_networks(hidden_sizes)
 
     def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
         ensemble = self._critic_ensemble_factory

@@ -1,6 +1,6 @@
 """The experiment builders of the individual algorithms (``PPOExperimentBuilder`` and friends).
 
-All share one shape, written once in :class:`_AlgorithmExperimentBuilder`: the builder holds
+All share one shape, written once in :class:`AlgorithmExperimentBuilder`: the builder holds
 the algorithm's parameters (defaults of its params class, set by ``with_<algo>_params``) and
 builds the algorithm factory from the parameters, the training config, the network factories
 chosen with the ``with_*_factory*`` methods of its network mixins
@@ -17,6 +17,13 @@ from typing import Generic, Self, TypeVar
 
 from torch import nn
 
+from tianshou.highlevel._experiment import ExperimentConfig
+from tianshou.highlevel._experiment_builder import (
+    ExperimentBuilder,
+    OffPolicyExperimentBuilder,
+    OnPolicyExperimentBuilder,
+    TTrainingConfig,
+)
 from tianshou.highlevel.algorithm import (
     A2CAlgorithmFactory,
     AlgorithmFactory,
@@ -44,13 +51,6 @@ from tianshou.highlevel.builder_mixins import (
 )
 from tianshou.highlevel.config import OffPolicyTrainingConfig, OnPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactory, Environments
-from tianshou.highlevel.experiment import (
-    ExperimentBuilder,
-    ExperimentConfig,
-    OffPolicyExperimentBuilder,
-    OnPolicyExperimentBuilder,
-    TTrainingConfig,
-)
 from tianshou.highlevel.module.actor import ActorFactoryDefault, ContinuousActorType
 from tianshou.highlevel.module.core import ModuleFactory, TDevice
 from tianshou.highlevel.module.intermediate import IntermediateModule, IntermediateModuleFactory
@@ -90,17 +90,19 @@ __all__ = [
 TParams = TypeVar("TParams", bound=Params)
 
 
-class _AlgorithmExperimentBuilder(
+class AlgorithmExperimentBuilder(
     ExperimentBuilder[TTrainingConfig],
     _BuilderMixinNetworkFactories,
     Generic[TTrainingConfig, TParams],
 ):
     """The shape every per-algorithm builder shares.
 
-    A subclass sets two class attributes, ``_params_class`` (the default parameters are its
+    A subclass sets two class attributes, ``params_class`` (the default parameters are its
     instance with default values) and ``_algorithm_factory_class`` (called with the parameters,
     the training config, the network factories and the optimizer factory factory), and adds a
-    public ``with_<algo>_params`` that calls :meth:`_with_params`.
+    public ``with_<algo>_params`` that calls :meth:`with_params`. Code that configures any
+    algorithm's builder (a hyper-parameter search) uses ``params_class`` and
+    :meth:`with_params` directly.
 
     :param env_factory: builds the envs.
     :param experiment_config: how the experiment runs; None: :class:`ExperimentConfig`
@@ -109,7 +111,8 @@ class _AlgorithmExperimentBuilder(
         builder's training config class.
     """
 
-    _params_class: type[TParams]
+    params_class: type[TParams]
+    """The algorithm's parameter dataclass."""
     _algorithm_factory_class: Callable[..., AlgorithmFactory]
 
     def __init__(
@@ -119,9 +122,10 @@ class _AlgorithmExperimentBuilder(
         training_config: TTrainingConfig | None = None,
     ) -> None:
         super().__init__(env_factory, experiment_config, training_config)
-        self._params = self._params_class()
+        self._params = self.params_class()
 
-    def _with_params(self, params: TParams) -> Self:
+    def with_params(self, params: TParams) -> Self:
+        """Set the algorithm's parameters (an instance of :attr:`params_class`)."""
         self._params = params
         return self
 
@@ -136,7 +140,7 @@ class _AlgorithmExperimentBuilder(
 
 class ReinforceExperimentBuilder(
     OnPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OnPolicyTrainingConfig, ReinforceParams],
+    AlgorithmExperimentBuilder[OnPolicyTrainingConfig, ReinforceParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
 ):
     """Builds REINFORCE experiments (continuous or discrete actions).
@@ -144,17 +148,17 @@ class ReinforceExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = ReinforceParams
+    params_class = ReinforceParams
     _algorithm_factory_class = ReinforceAlgorithmFactory
 
     def with_reinforce_params(self, params: ReinforceParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class A2CExperimentBuilder(
     OnPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OnPolicyTrainingConfig, A2CParams],
+    AlgorithmExperimentBuilder[OnPolicyTrainingConfig, A2CParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
     _BuilderMixinSingleCriticCanUseActorFactory,
 ):
@@ -163,17 +167,17 @@ class A2CExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = A2CParams
+    params_class = A2CParams
     _algorithm_factory_class = A2CAlgorithmFactory
 
     def with_a2c_params(self, params: A2CParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class PPOExperimentBuilder(
     OnPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OnPolicyTrainingConfig, PPOParams],
+    AlgorithmExperimentBuilder[OnPolicyTrainingConfig, PPOParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
     _BuilderMixinSingleCriticCanUseActorFactory,
 ):
@@ -182,17 +186,17 @@ class PPOExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = PPOParams
+    params_class = PPOParams
     _algorithm_factory_class = PPOAlgorithmFactory
 
     def with_ppo_params(self, params: PPOParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class NPGExperimentBuilder(
     OnPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OnPolicyTrainingConfig, NPGParams],
+    AlgorithmExperimentBuilder[OnPolicyTrainingConfig, NPGParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
     _BuilderMixinSingleCriticCanUseActorFactory,
 ):
@@ -201,17 +205,17 @@ class NPGExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = NPGParams
+    params_class = NPGParams
     _algorithm_factory_class = NPGAlgorithmFactory
 
     def with_npg_params(self, params: NPGParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class TRPOExperimentBuilder(
     OnPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OnPolicyTrainingConfig, TRPOParams],
+    AlgorithmExperimentBuilder[OnPolicyTrainingConfig, TRPOParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
     _BuilderMixinSingleCriticCanUseActorFactory,
 ):
@@ -220,12 +224,12 @@ class TRPOExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = TRPOParams
+    params_class = TRPOParams
     _algorithm_factory_class = TRPOAlgorithmFactory
 
     def with_trpo_params(self, params: TRPOParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 def _default_q_network_factory(
@@ -267,14 +271,14 @@ class _IntermediateModuleFactoryMLP(IntermediateModuleFactory):
 
 
 class DQNExperimentBuilder(
-    OffPolicyExperimentBuilder, _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, DQNParams]
+    OffPolicyExperimentBuilder, AlgorithmExperimentBuilder[OffPolicyTrainingConfig, DQNParams]
 ):
     """Builds DQN experiments (discrete actions).
 
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = DQNParams
+    params_class = DQNParams
     _algorithm_factory_class = DQNAlgorithmFactory
 
     def __init__(
@@ -288,7 +292,7 @@ class DQNExperimentBuilder(
 
     def with_dqn_params(self, params: DQNParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
     def with_model_factory(self, module_factory: ModuleFactory) -> Self:
         """Set the factory of the Q-network (one output per action)."""
@@ -308,19 +312,23 @@ class DQNExperimentBuilder(
         self._model_factory = _default_q_network_factory(hidden_sizes, hidden_activation)
         return self
 
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        self.with_model_factory_default(hidden_sizes)
+        return super().with_default_networks(hidden_sizes)
+
     def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
         return (self._model_factory,)
 
 
 class IQNExperimentBuilder(
-    OffPolicyExperimentBuilder, _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, IQNParams]
+    OffPolicyExperimentBuilder, AlgorithmExperimentBuilder[OffPolicyTrainingConfig, IQNParams]
 ):
     """Builds IQN (implicit quantile network) experiments (discrete actions).
 
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = IQNParams
+    params_class = IQNParams
     _algorithm_factory_class = IQNAlgorithmFactory
 
     def __init__(
@@ -336,7 +344,7 @@ class IQNExperimentBuilder(
 
     def with_iqn_params(self, params: IQNParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
     def with_preprocess_network_factory(self, module_factory: IntermediateModuleFactory) -> Self:
         """Set the factory of the network mapping observations to the features that the
@@ -344,6 +352,12 @@ class IQNExperimentBuilder(
         """
         self._preprocess_network_factory = module_factory
         return self
+
+    def with_default_networks(self, hidden_sizes: Sequence[int]) -> Self:
+        """Use an MLP of ``hidden_sizes`` as the preprocess network (the quantile head is sized
+        by the params' ``hidden_sizes``)."""
+        self._preprocess_network_factory = _IntermediateModuleFactoryMLP(hidden_sizes)
+        return super().with_default_networks(hidden_sizes)
 
     def _get_network_factories(self) -> tuple[NetworkFactory, ...]:
         model_factory = ImplicitQuantileNetworkFactory(
@@ -356,7 +370,7 @@ class IQNExperimentBuilder(
 
 class DDPGExperimentBuilder(
     OffPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, DDPGParams],
+    AlgorithmExperimentBuilder[OffPolicyTrainingConfig, DDPGParams],
     _BuilderMixinActorFactory_ContinuousDeterministic,
     _BuilderMixinSingleCriticCanUseActorFactory,
 ):
@@ -365,17 +379,17 @@ class DDPGExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = DDPGParams
+    params_class = DDPGParams
     _algorithm_factory_class = DDPGAlgorithmFactory
 
     def with_ddpg_params(self, params: DDPGParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class REDQExperimentBuilder(
     OffPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, REDQParams],
+    AlgorithmExperimentBuilder[OffPolicyTrainingConfig, REDQParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
     _BuilderMixinCriticEnsembleFactory,
 ):
@@ -389,19 +403,19 @@ class REDQExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = REDQParams
+    params_class = REDQParams
     _algorithm_factory_class = REDQAlgorithmFactory
     _default_actor_continuous_unbounded = True
     _default_actor_continuous_conditioned_sigma = True
 
     def with_redq_params(self, params: REDQParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class SACExperimentBuilder(
     OffPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, SACParams],
+    AlgorithmExperimentBuilder[OffPolicyTrainingConfig, SACParams],
     _BuilderMixinActorFactory_ContinuousGaussian,
     _BuilderMixinDualCriticFactory,
 ):
@@ -415,19 +429,19 @@ class SACExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = SACParams
+    params_class = SACParams
     _algorithm_factory_class = SACAlgorithmFactory
     _default_actor_continuous_unbounded = True
     _default_actor_continuous_conditioned_sigma = True
 
     def with_sac_params(self, params: SACParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class DiscreteSACExperimentBuilder(
     OffPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, DiscreteSACParams],
+    AlgorithmExperimentBuilder[OffPolicyTrainingConfig, DiscreteSACParams],
     _BuilderMixinActorFactory_DiscreteOnly,
     _BuilderMixinDualCriticFactory,
 ):
@@ -436,18 +450,18 @@ class DiscreteSACExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = DiscreteSACParams
+    params_class = DiscreteSACParams
     _algorithm_factory_class = DiscreteSACAlgorithmFactory
     _discrete_softmax = False
 
     def with_sac_params(self, params: DiscreteSACParams) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)
 
 
 class TD3ExperimentBuilder(
     OffPolicyExperimentBuilder,
-    _AlgorithmExperimentBuilder[OffPolicyTrainingConfig, TD3Params],
+    AlgorithmExperimentBuilder[OffPolicyTrainingConfig, TD3Params],
     _BuilderMixinActorFactory_ContinuousDeterministic,
     _BuilderMixinDualCriticFactory,
 ):
@@ -456,9 +470,9 @@ class TD3ExperimentBuilder(
     Arguments as in :class:`~tianshou.highlevel.experiment.ExperimentBuilder`.
     """
 
-    _params_class = TD3Params
+    params_class = TD3Params
     _algorithm_factory_class = TD3AlgorithmFactory
 
     def with_td3_params(self, params: TD3Params) -> Self:
         """Set the algorithm's parameters."""
-        return self._with_params(params)
+        return self.with_params(params)

@@ -1,5 +1,10 @@
-import pytest
+import dataclasses
 
+import pytest
+from torch import nn
+
+from test.highlevel.conftest import make_envs
+from tianshou.highlevel import experiment_builders
 from tianshou.highlevel.config import OffPolicyTrainingConfig, OnPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
 from tianshou.highlevel.experiment import (
@@ -8,14 +13,18 @@ from tianshou.highlevel.experiment import (
     SACExperimentBuilder,
     TD3ExperimentBuilder,
 )
+from tianshou.highlevel.experiment_builders import AlgorithmExperimentBuilder
 from tianshou.highlevel.hpo.binding import (
+    BINDINGS,
     DQN_BINDING,
+    HIDDEN_SIZES,
     PPO_BINDING,
     SAC_BINDING,
+    SCRIPT_ALIASES,
     TD3_BINDING,
     binding_of,
 )
-from tianshou.highlevel.params.algorithm_params import PPOParams
+from tianshou.highlevel.params.algorithm_params import PPOParams, SACParams
 from tianshou.highlevel.params.alpha import AutoAlphaFactoryDefault
 from tianshou.highlevel.params.env_param import MaxActionScaled
 from tianshou.highlevel.params.noise import MaxActionScaledGaussian
@@ -80,5 +89,74 @@ def test_unknown_names_and_wrong_builders_are_refused() -> None:
     with pytest.raises(TypeError, match="PPOExperimentBuilder"):
         PPO_BINDING.configure(SACExperimentBuilder(env("Pendulum-v1")), {})
     with pytest.raises(ValueError, match="known"):
-        binding_of("A2C")
-    assert binding_of("sac") is SAC_BINDING
+        binding_of("A3C")
+    with pytest.raises(TypeError, match="PPOParams"):
+        PPO_BINDING.configure(PPOExperimentBuilder(env("CartPole-v1")), {}, params=SACParams())
+    assert binding_of("sac") == SAC_BINDING
+
+
+def builder_classes() -> list[type[AlgorithmExperimentBuilder]]:
+    members = [getattr(experiment_builders, name) for name in experiment_builders.__all__]
+    return [m for m in members if issubclass(m, AlgorithmExperimentBuilder)]
+
+
+def test_every_builder_has_a_binding_derived_from_it() -> None:
+    classes = builder_classes()
+    assert len(classes) == len(experiment_builders.__all__) == 12
+    assert {binding.builder_class for binding in BINDINGS.values()} == set(classes)
+    for builder_class in classes:
+        binding = binding_of(builder_class.params_class.__name__.removesuffix("Params"))
+        assert binding.builder_class is builder_class
+        assert binding.params_class is builder_class.params_class
+        assert binding.training_config_class is builder_class.training_config_class
+
+
+def sample_value(name: str) -> object:
+    """A value a search could sample for ``name`` (an int where the field is one)."""
+    return {"n_step": 2, "auto_alpha": True, "hidden_sizes": (7,)}.get(name, 0.1)
+
+
+@pytest.mark.parametrize("name", sorted(BINDINGS))
+def test_every_bound_name_sets_a_real_field(name: str) -> None:
+    binding = BINDINGS[name]
+    params_fields = {f.name for f in dataclasses.fields(binding.params_class)}
+    for rule_name, rule in binding.param_rules.items():
+        set_fields = set(rule(sample_value(rule_name), {}))
+        assert set_fields <= params_fields, rule_name
+    binding.check_names(sorted(binding.known_names()))
+
+
+def test_every_script_alias_names_a_real_field() -> None:
+    for alias, target in SCRIPT_ALIASES.items():
+        users = [
+            b
+            for b in BINDINGS.values()
+            if target
+            in {f.name for f in dataclasses.fields(b.params_class)}
+            | {f.name for f in dataclasses.fields(b.training_config_class)}
+        ]
+        assert users, alias
+        assert all(alias in b.known_names() for b in users)
+
+
+@pytest.mark.parametrize("name", sorted(BINDINGS))
+def test_rules_and_hidden_sizes_configure_a_buildable_experiment(name: str) -> None:
+    """Every rule of every binding and ``hidden_sizes`` at once: the values land in real fields
+    (``dataclasses.replace`` refuses others) and the networks are sized by ``hidden_sizes``."""
+    binding = BINDINGS[name]
+    discrete = binding.name in ("Reinforce", "DQN", "IQN", "DiscreteSAC")
+    envs = make_envs("CartPole-v1" if discrete else "Pendulum-v1")
+    values = {rule_name: sample_value(rule_name) for rule_name in binding.param_rules}
+    values[HIDDEN_SIZES] = sample_value(HIDDEN_SIZES)
+    builder = binding.configure(binding.builder_class(None), values)  # type: ignore[arg-type]
+    factory = builder.build().algorithm_factory
+    params = factory.params  # type: ignore[attr-defined]
+    if "auto_alpha" in values:
+        assert isinstance(params.alpha, AutoAlphaFactoryDefault)
+    if HIDDEN_SIZES in {f.name for f in dataclasses.fields(params)}:
+        assert tuple(params.hidden_sizes) == (7,)  # IQN: the quantile head
+        return
+    algorithm = factory.create_algorithm(envs, "cpu")
+    layers = [m for m in algorithm.modules() if isinstance(m, nn.Linear)]
+    assert layers
+    assert all(7 in (layer.in_features, layer.out_features) for layer in layers)

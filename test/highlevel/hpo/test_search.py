@@ -2,13 +2,24 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import optuna
 
 from test.highlevel.hpo.conftest import tiny_cartpole_ppo_template, tiny_space
+from tianshou.highlevel.config import OffPolicyTrainingConfig
+from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
+from tianshou.highlevel.experiment import ExperimentConfig
 from tianshou.highlevel.hpo.best_config import load_best_params
+from tianshou.highlevel.hpo.binding import binding_of
+from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
 from tianshou.highlevel.hpo.objective import to_json_values
 from tianshou.highlevel.hpo.search import run_search
-from tianshou.highlevel.hpo.space import format_hyperparameters
+from tianshou.highlevel.hpo.space import (
+    CategoricalDimension,
+    FloatDimension,
+    SearchSpace,
+    format_hyperparameters,
+)
 
 
 def test_search_reevaluates_on_fresh_seeds_and_writes_report_best_config_and_plots(
@@ -102,6 +113,45 @@ def test_optuna_s_trial_lines_are_held_back_during_the_search_only() -> None:
     assert records  # the study's creation is still announced
     assert not [r for r in records if "finished with value" in r.getMessage()]
     assert optuna.logging.get_verbosity() == optuna.logging.INFO
+
+
+def test_a_search_tunes_discrete_sac_with_its_derived_binding() -> None:
+    """An algorithm beyond the four with default spaces: the binding derived from its builder
+    ties both critics' rates, makes alpha learned and sizes actor and critics."""
+    template = ExperimentTemplate(
+        binding=binding_of("DiscreteSAC"),
+        env_factory=EnvFactoryRegistered(task="CartPole-v1", venv_type=VectorEnvType.DUMMY),
+        experiment_config=ExperimentConfig(seed=1, persistence_enabled=False, device="cpu"),
+        training_config=OffPolicyTrainingConfig(
+            max_epochs=1,
+            epoch_num_steps=60,
+            num_training_envs=2,
+            num_test_envs=2,
+            collection_step_num_env_steps=20,
+            buffer_size=200,
+            batch_size=16,
+        ),
+    )
+    space = SearchSpace(
+        [
+            FloatDimension("critic_lr", 1e-4, 1e-2, log=True),
+            CategoricalDimension("auto_alpha", [True]),
+            FloatDimension("alpha_lr", 1e-4, 1e-3, log=True),
+            CategoricalDimension("hidden_sizes", [(8,), (16,)]),
+        ]
+    )
+    result = run_search(
+        template, space, "discrete_sac", n_trials=2, num_seeds=1, top_k=0, sampler_seed=0
+    )
+    trials = result.study.trials
+    assert len(trials) == 2
+    assert all(trial.value is not None and np.isfinite(trial.value) for trial in trials)
+    assert result.best is not None and result.best.algorithm == "DiscreteSAC"
+    best = result.best.hyperparameters
+    builder = template.builder(best)
+    params = builder.build().algorithm_factory.params  # type: ignore[attr-defined]
+    assert params.critic1_lr == params.critic2_lr == best["critic_lr"]
+    assert params.alpha.lr == best["alpha_lr"]
 
 
 def test_hyper_parameters_have_one_spelling() -> None:

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tianshou.highlevel.config import TrainingConfig
-from tianshou.highlevel.experiment import ExperimentBuilder
-from tianshou.highlevel.hpo.binding import HIDDEN_SIZES, binding_of
+from tianshou.highlevel.hpo.binding import HIDDEN_SIZES, TBuilder, binding_of
 from tianshou.highlevel.params.algorithm_params import Params
 
 FORMAT = "tianshou-hpo-best-config/1"
@@ -30,8 +29,8 @@ FORMAT = "tianshou-hpo-best-config/1"
 class BestConfiguration:
     """The chosen configuration of a search.
 
-    :param algorithm: the algorithm's name (a key of
-        :data:`~tianshou.highlevel.hpo.binding.BINDINGS`).
+    :param algorithm: the algorithm's name (its binding's
+        :attr:`~tianshou.highlevel.hpo.binding.AlgorithmBinding.name`, e.g. ``"PPO"``).
     :param hyperparameters: the values, by script option name.
     :param trial_number: the trial that found it.
     :param chosen_by: ``"reevaluation"`` (best on fresh seeds) or ``"search"``.
@@ -72,10 +71,10 @@ class BestConfiguration:
 
     def configure(
         self,
-        builder: ExperimentBuilder,
+        builder: TBuilder,
         params: Params | None = None,
         training_config: TrainingConfig | None = None,
-    ) -> ExperimentBuilder:
+    ) -> TBuilder:
         """Configure ``builder`` (of this configuration's algorithm) with the values.
 
         :param builder: the builder.

@@ -8,11 +8,12 @@ from typing import Any
 
 from tianshou.highlevel.config import TrainingConfig
 from tianshou.highlevel.env import EnvFactory
-from tianshou.highlevel.experiment import Experiment, ExperimentBuilder, ExperimentConfig
+from tianshou.highlevel.experiment import Experiment, ExperimentConfig
+from tianshou.highlevel.experiment_builders import AlgorithmExperimentBuilder
 from tianshou.highlevel.hpo.binding import AlgorithmBinding
 from tianshou.highlevel.params.algorithm_params import Params
 
-BuilderCustomization = Callable[[Any], Any]
+BuilderCustomization = Callable[[AlgorithmExperimentBuilder], AlgorithmExperimentBuilder]
 """Applies settings a search does not vary to a builder (e.g. activations, callbacks) and
 returns it; it is called after the tuned values are set."""
 
@@ -53,7 +54,9 @@ class ExperimentTemplate:
                 "needs num_test_envs >= 1"
             )
 
-    def builder(self, values: Mapping[str, Any], seed: int | None = None) -> ExperimentBuilder:
+    def builder(
+        self, values: Mapping[str, Any], seed: int | None = None
+    ) -> AlgorithmExperimentBuilder:
         """A builder of the template configured with ``values``.
 
         :param values: the hyper-parameters, by name.
