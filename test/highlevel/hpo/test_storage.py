@@ -13,7 +13,6 @@ REPO = Path(__file__).resolve().parents[3]
 
 def test_two_processes_on_one_sqlite_study_both_contribute_trials(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    load_or_create_study("shared", storage)  # created once, before the workers race for it
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     workers = [
         subprocess.Popen(
@@ -33,6 +32,37 @@ def test_two_processes_on_one_sqlite_study_both_contribute_trials(tmp_path: Path
     assert len(finished) >= 4
     assert {t.user_attrs["pid"] for t in finished} == {w.pid for w in workers}
     assert sorted(t.number for t in study.trials) == list(range(len(study.trials)))
+
+
+def test_workers_started_at_the_same_instant_on_new_storages_all_add_their_trials(
+    tmp_path: Path,
+) -> None:
+    """Four processes open a new storage at the same instant (a barrier), five times for SQLite
+    and five times for a journal file, and each adds its trials: none may die in the storage's
+    or the study's creation (before the creation lock, SQLite ones died of ``table studies
+    already exists`` or ``UNIQUE constraint failed: alembic_version``)."""
+    workers, rounds, n_trials = 4, 5, 2
+    storages = [f"sqlite:///{tmp_path / f'race{i}.db'}" for i in range(rounds)]
+    storages += [str(tmp_path / f"race{i}.log") for i in range(rounds)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "test.highlevel.hpo.racing_worker", str(tmp_path)]
+    processes = [
+        subprocess.Popen(
+            [*command, str(workers), str(n_trials), *storages],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(workers)
+    ]
+    errors = [process.communicate(timeout=120)[1].decode() for process in processes]
+    assert [p.returncode for p in processes] == [0] * workers, "\n".join(errors)[-3000:]
+    for storage in storages:
+        trials = load_or_create_study("race", storage).trials
+        assert len(trials) == workers * n_trials, storage
+        assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    assert not list(tmp_path.glob("*.lock")), "a creation lock was left behind"
 
 
 def test_storage_locations(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ How the seeds run depends on the launcher:
 * ``"sequential"`` (the default) runs the seeds in *lockstep* in this process: epoch 1 of every
   seed, then epoch 2 of every seed, and so on, so that after each epoch the IQM over the seeds
   is known while training goes on, and a pruner can stop all seeds of a weak trial there. Each
-  seed keeps its own state of the global random generators (``random``, numpy, torch) between
+  seed keeps its own state of the global random generators (``random``, numpy, torch on the CPU
+  and on every CUDA device, :class:`~tianshou.utils.random_states.GlobalRandomStates`) between
   its epochs, so that its run is the same as when it runs alone; the caller's generator states
   are restored at the end. All seeds' envs and buffers are in memory at once.
 * any other launcher (``"joblib"``, ``"ray"`` or an :class:`ExpLauncher` instance) runs the
@@ -19,15 +20,12 @@ test return for the remaining epochs.
 """
 
 import copy
-import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-import torch
 
-from tianshou.data import InfoStats
+from tianshou.data import EpochStats, InfoStats
 from tianshou.evaluation.launcher import (
     ExpLauncher,
     RegisteredExpLauncher,
@@ -35,6 +33,8 @@ from tianshou.evaluation.launcher import (
     resolve_launcher,
 )
 from tianshou.highlevel.experiment import Experiment
+from tianshou.highlevel.world import World
+from tianshou.utils.random_states import GlobalRandomStates
 
 EpochCallback = Callable[[int, np.ndarray], None]
 """Called with an epoch (from 1) and the seeds' test returns after it; may raise (e.g.
@@ -51,21 +51,28 @@ class InfoStatsWithTestReturns(InfoStats):
     test_returns: list[float] = field(default_factory=list)
 
 
-def _epoch_test_returns(experiment: Experiment) -> Iterator[tuple[float, InfoStats]]:
-    """Train ``experiment`` epoch by epoch; yield its mean test return and counters after each
-    epoch (the last return again after an epoch in which training stopped before testing)."""
+def _create_scored_world(experiment: Experiment) -> World:
+    """Seed the generators and build ``experiment``'s world, refusing one a search cannot score."""
     world = experiment.create_experiment_world(raise_error_on_dirname_collision=False)
     if world.trainer is None or world.test_collector is None:
         raise ValueError(
             f"experiment {experiment.name!r} has no test collector: a search needs test envs "
             f"(num_test_envs >= 1) to score its runs"
         )
+    return world
+
+
+def _epoch_test_returns(world: World) -> Iterator[tuple[float, EpochStats]]:
+    """Train ``world`` epoch by epoch; yield its mean test return and the epoch's statistics
+    after each epoch (the last return again after an epoch in which training stopped before
+    testing)."""
+    assert world.trainer is not None  # checked by _create_scored_world
     last_return = float("nan")
     for epoch_stats in world.trainer:
         test = epoch_stats.test_collect_stat
         if test is not None and test.returns_stat is not None:
             last_return = float(test.returns_stat.mean)
-        yield last_return, epoch_stats.info_stat
+        yield last_return, epoch_stats
 
 
 def run_recording_test_returns(experiment: Experiment) -> InfoStatsWithTestReturns:
@@ -74,11 +81,11 @@ def run_recording_test_returns(experiment: Experiment) -> InfoStatsWithTestRetur
 
     :param experiment: the experiment (it does not watch the agent afterwards).
     """
-    epochs = list(_epoch_test_returns(experiment))
+    epochs = list(_epoch_test_returns(_create_scored_world(experiment)))
     if not epochs:
         raise ValueError(f"experiment {experiment.name!r} trained no epoch (max_epochs=0?)")
     returns = [test_return for test_return, _ in epochs]
-    info = epochs[-1][1]
+    info = epochs[-1][1].info_stat
     return InfoStatsWithTestReturns(**vars(info), test_returns=returns)
 
 
@@ -90,37 +97,59 @@ def _pad_to_matrix(runs: Sequence[Sequence[float]]) -> np.ndarray:
     return np.array([list(r) + [r[-1]] * (num_epochs - len(r)) for r in runs], dtype=float)
 
 
-_GeneratorStates = tuple[Any, Any, torch.Tensor]
+class LockstepRun:
+    """One seed's run, advanced an epoch at a time under its own states of the global random
+    generators, so that runs taking turns in one process each train as they would alone.
 
-
-def _capture_generators() -> _GeneratorStates:
-    return random.getstate(), np.random.get_state(), torch.get_rng_state()
-
-
-def _restore_generators(states: _GeneratorStates) -> None:
-    random.setstate(states[0])
-    np.random.set_state(states[1])
-    torch.set_rng_state(states[2])
-
-
-class _LockstepRun:
-    """One seed's epochs, advanced one at a time with its own generator states."""
+    :param experiment: the seed's experiment; its world is built (and the generators seeded)
+        by the first :meth:`advance`.
+    """
 
     def __init__(self, experiment: Experiment) -> None:
-        self._epochs = _epoch_test_returns(experiment)
-        self._states: _GeneratorStates | None = None  # the run seeds itself when it starts
+        self.experiment = experiment
+        self.world: World | None = None
+        """The run's envs, algorithm and trainer, once the first epoch started."""
         self.returns: list[float] = []
+        """The mean test return after each epoch so far."""
+        self.epoch_stats: list[EpochStats] = []
+        """The statistics of each epoch so far."""
         self.finished = False
+        self._epochs: Iterator[tuple[float, EpochStats]] | None = None
+        self._random_states: GlobalRandomStates | None = None
 
     def advance(self) -> None:
-        """Run the next epoch, if any."""
-        if self._states is not None:
-            _restore_generators(self._states)
+        """Run the next epoch, if any, with the generator states the run left last time."""
+        if self._random_states is not None:
+            self._random_states.restore()
+        if self._epochs is None:
+            self.world = _create_scored_world(self.experiment)
+            self._epochs = _epoch_test_returns(self.world)
         try:
-            self.returns.append(next(self._epochs)[0])
+            test_return, epoch_stats = next(self._epochs)
+            self.returns.append(test_return)
+            self.epoch_stats.append(epoch_stats)
         except StopIteration:
             self.finished = True
-        self._states = _capture_generators()
+        self._random_states = GlobalRandomStates.capture()
+
+
+def run_in_lockstep(runs: Sequence[LockstepRun], on_epoch: EpochCallback | None = None) -> None:
+    """Advance ``runs`` one epoch each in turn until all finished, calling ``on_epoch`` after each
+    epoch with the runs' test returns after it; the caller's generator states are restored at
+    the end."""
+    callers_states = GlobalRandomStates.capture()
+    try:
+        epoch = 0
+        while True:
+            for run in runs:
+                run.advance()
+            if all(run.finished for run in runs):
+                return
+            epoch += 1
+            if on_epoch is not None:
+                on_epoch(epoch, _pad_to_matrix([run.returns for run in runs])[:, -1])
+    finally:
+        callers_states.restore()
 
 
 class SeedRunner:
@@ -167,19 +196,6 @@ class SeedRunner:
     def _run_in_lockstep(
         experiments: Sequence[Experiment], on_epoch: EpochCallback | None
     ) -> np.ndarray:
-        callers_states = _capture_generators()
-        try:
-            runs = [_LockstepRun(e) for e in experiments]
-            epoch = 0
-            while True:
-                for run in runs:
-                    run.advance()
-                if all(run.finished for run in runs):
-                    break
-                epoch += 1
-                returns = _pad_to_matrix([run.returns for run in runs])
-                if on_epoch is not None:
-                    on_epoch(epoch, returns[:, -1])
-            return _pad_to_matrix([run.returns for run in runs])
-        finally:
-            _restore_generators(callers_states)
+        runs = [LockstepRun(e) for e in experiments]
+        run_in_lockstep(runs, on_epoch)
+        return _pad_to_matrix([run.returns for run in runs])
