@@ -108,11 +108,11 @@ def plot_task_families(
     for algorithm, runs in runs_by_algorithm.items():
         families.setdefault(budget_family(runs), {})[algorithm] = runs
     paths = []
-    for family, runs in sorted(families.items()):
-        budget = max(run["env_steps"] for group in runs.values() for run in group)
+    for family, family_runs in sorted(families.items()):
+        budget = max(run["env_steps"] for group in family_runs.values() for run in group)
         path = out / f"{task}-{family}.png"
         title = f"{task}: {family} algorithms at {budget / 1e3:,.0f}k env steps"
-        plot_learning_curves(task, runs, path, reps, title=title)
+        plot_learning_curves(task, family_runs, path, reps, title=title)
         paths.append(path)
     return paths
 

@@ -17,7 +17,7 @@ is computed, as it is an optional dependency (the ``eval`` extra).
 """
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -31,7 +31,7 @@ DEFAULT_CONFIDENCE = 0.95
 """Coverage of an interval unless the caller chooses another."""
 
 
-def iqm(scores: np.ndarray | list[float]) -> float:
+def iqm(scores: np.ndarray | Sequence[float]) -> float:
     """The interquartile mean of all ``scores`` (any shape): the mean of the middle half, scipy's
     25 % trimmed mean, which is rliable's ``metrics.aggregate_iqm``. Robust to one lucky or
     unlucky run; with fewer than four scores nothing is trimmed and it is the plain mean.
@@ -45,7 +45,7 @@ def iqm(scores: np.ndarray | list[float]) -> float:
 
 
 def iqm_with_interval(
-    scores: np.ndarray | list[float],
+    scores: np.ndarray | Sequence[float],
     reps: int = DEFAULT_BOOTSTRAP_REPS,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
@@ -79,7 +79,7 @@ def iqm_with_interval(
 
 
 def performance_profile_with_interval(
-    scores: np.ndarray | list[float],
+    scores: np.ndarray | Sequence[float],
     thresholds: np.ndarray,
     reps: int = DEFAULT_BOOTSTRAP_REPS,
     confidence: float = DEFAULT_CONFIDENCE,
@@ -107,7 +107,7 @@ def performance_profile_with_interval(
     )
 
 
-def _runs_by_tasks(scores: np.ndarray | list[float]) -> np.ndarray:
+def _runs_by_tasks(scores: np.ndarray | Sequence[float]) -> np.ndarray:
     """``scores`` as a float array of at least two axes (runs x tasks x ...)."""
     values = np.asarray(scores, dtype=np.float64)
     if values.ndim == 1:
