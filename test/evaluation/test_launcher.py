@@ -2,12 +2,14 @@
 after the other experiments completed."""
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from test.local_ray import fresh_local_ray
 from tianshou.data import InfoStats
 from tianshou.data.stats import TimingStats
 from tianshou.evaluation.launcher import (
@@ -179,14 +181,9 @@ def test_resolve_launcher_keeps_a_launcher_and_names_the_choices() -> None:
 
 
 @pytest.fixture
-def local_ray() -> Any:
-    import ray
-
-    if ray.is_initialized():  # e.g. left running by a RayVectorEnv test in this worker
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+def local_ray() -> Iterator[Any]:
+    with fresh_local_ray(num_cpus=2) as ray:
+        yield ray
 
 
 def test_ray_launcher(local_ray: Any, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from test.local_ray import fresh_local_ray
 from tianshou.evaluation.ray_tasks import pack_dir, ray_connection, run_tasks, unpack_dir
 
 
@@ -78,13 +79,8 @@ def test_ray_is_joined_or_started_and_left_only_if_this_block_did(
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[Any]:
-    import ray
-
-    if ray.is_initialized():  # e.g. left running by a RayVectorEnv test in this worker
-        ray.shutdown()
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    with fresh_local_ray(num_cpus=1) as ray:
+        yield ray
 
 
 def square_or_fail(x: int) -> int:

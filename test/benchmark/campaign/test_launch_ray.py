@@ -11,6 +11,7 @@ import pytest
 from benchmark.campaign.execute import RESULT_FILE, RunOutcome
 from benchmark.campaign.launch_ray import RayLauncher
 from benchmark.campaign.plan import RunSpec
+from test.local_ray import fresh_local_ray
 
 TINY_PPO = RunSpec("Hopper-v5", "ppo", 0, 300, ("--hidden-sizes", "16", "--num-test-envs", "1"))
 FAILING = RunSpec("Hopper-v5", "reinforce", 0, 300, ("--buffer-size", "0"))
@@ -18,13 +19,8 @@ FAILING = RunSpec("Hopper-v5", "reinforce", 0, 300, ("--buffer-size", "0"))
 
 @pytest.fixture
 def local_ray() -> Iterator[Any]:
-    import ray
-
-    if ray.is_initialized():  # e.g. left running by a RayVectorEnv test in this worker
-        ray.shutdown()
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    with fresh_local_ray(num_cpus=1) as ray:
+        yield ray
 
 
 def test_runs_travel_to_their_tasks_and_back(local_ray: Any, tmp_path: Path) -> None:
