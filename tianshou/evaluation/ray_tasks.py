@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
     from ray.exceptions import RayError
 
 T = TypeVar("T")
@@ -111,7 +112,7 @@ def run_tasks(
         raise ValueError(f"max_concurrent must be at least 1 or None, got {max_concurrent}")
     task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries)(function)
     waiting = enumerate(arguments)
-    in_flight: dict[Any, int] = {}
+    in_flight: dict[ObjectRef, int] = {}
     try:
         while True:
             while (max_concurrent is None or len(in_flight) < max_concurrent) and (
