@@ -29,6 +29,7 @@ from benchmark.campaign.published import (
     published_table_at,
 )
 from benchmark.campaign.report import load_results
+from tianshou.evaluation.interval_estimates import iqm
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = REPO_ROOT / "benchmark/results/mujoco-v5"
@@ -48,13 +49,6 @@ def group(results: Sequence[dict[str, Any]]) -> Cells:
     for result in results:
         cells[result["task"], result["algorithm"]].append(result)
     return cells
-
-
-def iqm(values: Sequence[float]) -> float:
-    """The interquartile mean of one cell's seeds, by rliable as in the campaign's report."""
-    from rliable.metrics import aggregate_iqm
-
-    return float(aggregate_iqm(np.asarray(values, dtype=np.float64).reshape(-1, 1)))
 
 
 def n(value: float | None) -> str:

@@ -9,6 +9,8 @@ The modules, in the order a campaign uses them:
 * :mod:`benchmark.campaign.worker`: the subprocess entry point of the local launcher.
 * :mod:`benchmark.campaign.launch_local` and :mod:`benchmark.campaign.launch_ray`: running many
   runs at once, on this machine or on a Ray cluster.
+* :mod:`benchmark.campaign.statistics`: the statistics over seeds that the report's table and
+  figures share.
 * :mod:`benchmark.campaign.report` and :mod:`benchmark.campaign.plots`: ``summary.json``,
   ``table.md`` and the figures, from the ``result.json`` files.
 

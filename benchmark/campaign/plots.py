@@ -17,8 +17,11 @@ from typing import Any
 import numpy as np
 
 from benchmark.campaign.plan import available_algorithms
-from benchmark.campaign.report import BOOTSTRAP_REPS, BOOTSTRAP_SEED, CONFIDENCE, iqm_intervals
-from tianshou.evaluation.rliable_evaluation import seeded_global_rng
+from benchmark.campaign.statistics import BOOTSTRAP_REPS, mean_band
+from tianshou.evaluation.interval_estimates import (
+    iqm_with_interval,
+    performance_profile_with_interval,
+)
 
 LINE_STYLES = ("-", "--", "-.", ":")
 OFF_POLICY, ON_POLICY = "off-policy", "on-policy"
@@ -52,22 +55,6 @@ def budget_family(runs: Sequence[dict[str, Any]]) -> str:
     """``off-policy`` for runs that start with a random warm-up (the off-policy scripts, run at
     a short budget), else ``on-policy``."""
     return OFF_POLICY if any(run.get("warmup_env_steps", 0) for run in runs) else ON_POLICY
-
-
-def mean_band(
-    curves: np.ndarray, reps: int = BOOTSTRAP_REPS
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean over seeds (rows) of ``curves`` and its 95% percentile-bootstrap band from ``reps``
-    resamples; the band is the mean itself for a single seed."""
-    mean = curves.mean(axis=0)
-    if len(curves) < 2:
-        return mean, mean, mean
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    picks = rng.integers(0, len(curves), size=(reps, len(curves)))
-    means = curves[picks].mean(axis=1)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail], axis=0)
-    return mean, low, high
 
 
 def common_curves(runs: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -121,11 +108,11 @@ def plot_task_families(
     for algorithm, runs in runs_by_algorithm.items():
         families.setdefault(budget_family(runs), {})[algorithm] = runs
     paths = []
-    for family, runs in sorted(families.items()):
-        budget = max(run["env_steps"] for group in runs.values() for run in group)
+    for family, family_runs in sorted(families.items()):
+        budget = max(run["env_steps"] for group in family_runs.values() for run in group)
         path = out / f"{task}-{family}.png"
         title = f"{task}: {family} algorithms at {budget / 1e3:,.0f}k env steps"
-        plot_learning_curves(task, runs, path, reps, title=title)
+        plot_learning_curves(task, family_runs, path, reps, title=title)
         paths.append(path)
     return paths
 
@@ -170,21 +157,22 @@ def plot_aggregate(
         figure.savefig(path, dpi=110)
         plt.close(figure)
         return
-    from rliable import library, plot_utils
+    from rliable import plot_utils
 
-    points, intervals = iqm_intervals(scores, reps)
     taus = np.linspace(0.0, 1.0, 51)
-    with seeded_global_rng(BOOTSTRAP_SEED):  # rliable draws the profiles' resamples from it
-        profiles, profile_cis = library.create_performance_profile(
-            scores, taus, reps=max(reps // 10, 100), confidence_interval_size=CONFIDENCE
+    points, intervals, profiles, profile_cis = {}, {}, {}, {}
+    for algorithm, matrix in scores.items():
+        points[algorithm], intervals[algorithm] = iqm_with_interval(matrix, reps=reps)
+        profiles[algorithm], profile_cis[algorithm] = performance_profile_with_interval(
+            matrix, taus, reps=max(reps // 10, 100)
         )
     figure, (iqm_axes, profile_axes) = plt.subplots(1, 2, figsize=(11, 4.2))
     algorithms = sorted(scores)
     colors = {algorithm: algorithm_color(algorithm) for algorithm in algorithms}
     for row, algorithm in enumerate(algorithms):
-        low, high = intervals[algorithm][:, 0]
+        low, high = intervals[algorithm]
         iqm_axes.plot([low, high], [row, row], color=colors[algorithm], linewidth=6, alpha=0.5)
-        iqm_axes.plot(points[algorithm][0], row, "k|", markersize=14)
+        iqm_axes.plot(points[algorithm], row, "k|", markersize=14)
     iqm_axes.set_yticks(range(len(algorithms)), algorithms)
     iqm_axes.set_xlabel("IQM of normalised final return (95% CI)")
     iqm_axes.grid(axis="x", alpha=0.3)

@@ -1,11 +1,11 @@
 """The campaign's report, from the ``result.json`` files under ``OUT/runs``: ``summary.json``,
 ``table.md`` and the figures (:mod:`benchmark.campaign.plots`).
 
-Statistics are over seeds, per task and algorithm, as Agarwal et al., "Deep Reinforcement
-Learning at the Edge of the Statistical Precipice" (2021) recommend and implement in rliable:
-the interquartile mean (IQM) of the final returns, with a 95% percentile bootstrap confidence
-interval. With three seeds such an interval is wide, and says so honestly; with one seed there
-is none, and the report says that instead.
+Statistics are over seeds, per task and algorithm (:mod:`benchmark.campaign.statistics`), as
+Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical Precipice" (2021)
+recommend and implement in rliable: the interquartile mean (IQM) of the final returns, with a
+95% percentile bootstrap confidence interval. With three seeds such an interval is wide, and
+says so honestly; with one seed there is none, and the report says that instead.
 """
 
 import json
@@ -18,12 +18,10 @@ from typing import Any
 import numpy as np
 
 from benchmark.campaign.execute import FAILURE_FILE, RESULT_FILE, RESULT_KEYS
-from tianshou.evaluation.rliable_evaluation import seeded_global_rng
+from benchmark.campaign.plots import plot_aggregate, plot_task_families
+from benchmark.campaign.statistics import BOOTSTRAP_REPS, iqm_interval
+from tianshou.evaluation.interval_estimates import DEFAULT_CONFIDENCE
 
-BOOTSTRAP_REPS = 10_000
-CONFIDENCE = 0.95
-BOOTSTRAP_SEED = 0
-"""The bootstrap's random seed, so that the same results give the same report."""
 DIRTY_SUFFIX = "+dirty"
 """Ends the recorded commit of a run made from a working tree with uncommitted changes."""
 
@@ -57,40 +55,6 @@ def load_failures(out: Path) -> list[dict[str, Any]]:
             {"task": task, "algorithm": algorithm, "seed": int(seed_dir[4:]), "error": error}
         )
     return failures
-
-
-def iqm_interval(
-    scores: Sequence[float], reps: int = BOOTSTRAP_REPS
-) -> tuple[float, tuple[float, float] | None]:
-    """The IQM of ``scores`` (one per seed) and its 95% bootstrap confidence interval (None for
-    fewer than two seeds) from ``reps`` resamples, computed by rliable."""
-    from rliable import metrics
-
-    matrix = np.asarray(scores, dtype=np.float64).reshape(-1, 1)  # seeds x one task
-    iqm = float(metrics.aggregate_iqm(matrix))
-    if len(matrix) < 2:
-        return iqm, None
-    _, intervals = iqm_intervals({"scores": matrix}, reps)
-    low, high = intervals["scores"][:, 0]
-    return iqm, (float(low), float(high))
-
-
-def iqm_intervals(
-    scores: dict[str, np.ndarray], reps: int
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """rliable's IQM point estimates and stratified-bootstrap intervals of ``scores`` (per
-    name, a seeds x tasks matrix), with this report's confidence and bootstrap seed."""
-    from rliable import library, metrics
-
-    # arch, which rliable's bootstrap runs on, draws from numpy's global generator whatever
-    # random_state rliable hands it, so the global generator is seeded for the bootstrap
-    with seeded_global_rng(BOOTSTRAP_SEED):
-        return library.get_interval_estimates(
-            scores,
-            lambda m: np.array([metrics.aggregate_iqm(m)]),
-            reps=reps,
-            confidence_interval_size=CONFIDENCE,
-        )
 
 
 def summarize_cell(results: Sequence[dict[str, Any]], reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
@@ -154,7 +118,7 @@ def build_summary(
             "std": "sample standard deviation (ddof=1)",
             "iqm_ci95": (
                 f"rliable percentile bootstrap, {reps} resamples, "
-                f"{CONFIDENCE:.0%} confidence; null for fewer than 2 seeds"
+                f"{DEFAULT_CONFIDENCE:.0%} confidence; null for fewer than 2 seeds"
             ),
         },
         "cells": [summarize_cell(cell, reps) for cell in group_cells(results).values()],
@@ -196,7 +160,7 @@ def render_table(summary: dict[str, Any]) -> str:
         "",
         "Final return: the mean return of the last test (the deterministic policy, over the "
         "script's test episodes) of each seed; mean ± sample std and the interquartile mean "
-        f"with its {CONFIDENCE:.0%} bootstrap confidence interval (rliable, "
+        f"with its {DEFAULT_CONFIDENCE:.0%} bootstrap confidence interval (rliable, "
         f"{summary['bootstrap_reps']:,} resamples) are over seeds. Best return: the highest "
         "test return during training. Env steps include the off-policy scripts' random warm-up. "
         "Wall time: per whole run, all its sessions added up; * marks a mean that leaves out "
@@ -252,8 +216,6 @@ def _duration(seconds: float) -> str:
 def write_report(out: Path, reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
     """Write ``summary.json``, ``table.md`` and the figures for every finished run under
     ``out``, with ``reps`` bootstrap resamples for each interval; return the summary."""
-    from benchmark.campaign.plots import plot_aggregate, plot_task_families
-
     results = load_results(out)
     summary = build_summary(results, load_failures(out), reps)
     out.mkdir(parents=True, exist_ok=True)

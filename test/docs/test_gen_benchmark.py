@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from benchmark.campaign.published import published_curve_at, published_table_at
-from benchmark.campaign.report import iqm_interval, load_results
+from benchmark.campaign.report import load_results
+from benchmark.campaign.statistics import iqm_interval
 from test.docs.conftest import load_docs_script
 
 gen_benchmark = load_docs_script("gen_benchmark")

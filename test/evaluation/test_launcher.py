@@ -1,15 +1,15 @@
 """Launchers: results in launch order, files written by each experiment, failures reported by name
 after the other experiments completed."""
 
-import io
 import os
-import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from test.local_ray import fresh_local_ray
 from tianshou.data import InfoStats
 from tianshou.data.stats import TimingStats
 from tianshou.evaluation.launcher import (
@@ -20,12 +20,11 @@ from tianshou.evaluation.launcher import (
     RayExpLauncher,
     RegisteredExpLauncher,
     SequentialExpLauncher,
-    _pack_dir,
     _run_on_ray_worker,
-    _unpack_dir,
     default_experiment_execution,
     resolve_launcher,
 )
+from tianshou.evaluation.ray_tasks import unpack_dir
 
 
 @dataclass
@@ -181,29 +180,10 @@ def test_resolve_launcher_keeps_a_launcher_and_names_the_choices() -> None:
         resolve_launcher(3)  # type: ignore[arg-type]
 
 
-def test_pack_and_unpack_directory(tmp_path: Path) -> None:
-    source = tmp_path / "run"
-    (source / "sub").mkdir(parents=True)
-    (source / "sub" / "a.txt").write_text("alpha")
-    (source / "b.bin").write_bytes(b"\x00\x01")
-    archive = _pack_dir(str(source))
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        assert {"./sub/a.txt", "./b.bin"} <= set(tar.getnames())
-    target = tmp_path / "copy" / "run"
-    _unpack_dir(archive, str(target))
-    assert (target / "sub" / "a.txt").read_text() == "alpha"
-    assert (target / "b.bin").read_bytes() == b"\x00\x01"
-
-
 @pytest.fixture
-def local_ray() -> Any:
-    import ray
-
-    if ray.is_initialized():  # e.g. left running by a RayVectorEnv test in this worker
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+def local_ray() -> Iterator[Any]:
+    with fresh_local_ray(num_cpus=2) as ray:
+        yield ray
 
 
 def test_ray_launcher(local_ray: Any, tmp_path: Path) -> None:
@@ -231,31 +211,8 @@ def test_ray_launcher(local_ray: Any, tmp_path: Path) -> None:
         task.remote(default_experiment_execution, experiment, "another-node")
     )
     assert outcome.result.train_step == 10
-    _unpack_dir(archive, str(tmp_path / "gathered"))
+    unpack_dir(archive, str(tmp_path / "gathered"))
     assert (tmp_path / "gathered" / "result.txt").read_text().startswith("10 ")
-
-
-def test_ray_launcher_starts_a_small_local_instance_or_joins_a_cluster(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import ray
-
-    calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(ray, "is_initialized", lambda: False)
-    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert RayExpLauncher()._init_ray()
-    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
-    assert RayExpLauncher(runtime_env={"working_dir": "."})._init_ray()
-    assert RayExpLauncher(address="auto")._init_ray()
-    assert calls == [
-        {"num_cpus": os.cpu_count(), "include_dashboard": False, "runtime_env": None},
-        {"address": "ray://head:10001", "runtime_env": {"working_dir": "."}},
-        {"address": "auto", "runtime_env": None},
-    ]
-    monkeypatch.setattr(ray, "is_initialized", lambda: True)
-    assert not RayExpLauncher()._init_ray(), "an existing connection is used, not replaced"
-    assert len(calls) == 3
 
 
 def tiny_dqn_builder(tmp_path: Path) -> Any:

@@ -12,10 +12,8 @@ Experiments are duck-typed (see :class:`LaunchableExperiment`): anything with a 
 other processes, so experiments (and a custom ``experiment_runner``) must be picklable.
 """
 
-import io
 import logging
 import os
-import tarfile
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -24,6 +22,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from tianshou.data import InfoStats
+from tianshou.evaluation.ray_tasks import pack_dir, ray_connection, run_tasks, unpack_dir
 
 log = logging.getLogger(__name__)
 
@@ -177,21 +176,6 @@ def _persistence_dir(exp: LaunchableExperiment) -> str:
     return os.path.abspath(os.path.join(exp.config.persistence_base_dir, exp.name))
 
 
-def _pack_dir(directory: str) -> bytes:
-    """The content of ``directory`` as an uncompressed tar archive."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(directory, arcname=".")
-    return buffer.getvalue()
-
-
-def _unpack_dir(archive: bytes, directory: str) -> None:
-    """Extract an archive made by :func:`_pack_dir` into ``directory``."""
-    os.makedirs(directory, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
-        tar.extractall(directory, filter="data")
-
-
 def _run_on_ray_worker(
     runner: ExperimentRunner,
     exp: LaunchableExperiment,
@@ -206,7 +190,7 @@ def _run_on_ray_worker(
     on_other_node = ray.get_runtime_context().get_node_id() != driver_node_id
     if driver_node_id is None or not on_other_node or not os.path.isdir(directory):
         return outcome, None
-    return outcome, _pack_dir(directory)
+    return outcome, pack_dir(directory)
 
 
 class RayExpLauncher(ExpLauncher):
@@ -250,50 +234,34 @@ class RayExpLauncher(ExpLauncher):
         self.runtime_env = runtime_env
         self.gather_persistence_dirs = gather_persistence_dirs
 
-    def _init_ray(self) -> bool:
-        """Connect to or start Ray unless already connected; return whether it did."""
-        import ray
-
-        if ray.is_initialized():
-            return False
-        address = self.address or os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address, runtime_env=self.runtime_env)
-        else:
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, runtime_env=self.runtime_env)
-        return True
-
-    @staticmethod
-    def _collect(exp: LaunchableExperiment, ref: Any) -> _Outcome:
-        """Wait for the task ``ref`` running ``exp``, unpack a gathered directory and return the
-        outcome; a task that Ray could not run (e.g. its worker died) counts as failed."""
-        import ray
-
-        try:
-            outcome, archive = ray.get(ref)
-        except ray.exceptions.RayError:
-            log.error(f"Ray task of experiment {exp.name!r} failed", exc_info=True)
-            return _Outcome(exp.name, error=traceback.format_exc())
-        if archive is not None:
-            _unpack_dir(archive, _persistence_dir(exp))
-        return outcome
-
     def _launch(self, experiments: Sequence[LaunchableExperiment]) -> list[_Outcome]:
         import ray
+        from ray.exceptions import RayError
 
-        started = self._init_ray()
-        try:
-            task = ray.remote(
-                num_cpus=self.num_cpus_per_experiment, num_gpus=self.num_gpus_per_experiment
-            )(_run_on_ray_worker)
+        outcomes = [_Outcome(exp.name) for exp in experiments]
+
+        def on_done(index: int, done: tuple[_Outcome, bytes | None] | RayError) -> None:
+            exp = experiments[index]
+            if isinstance(done, RayError):  # Ray could not run the task, e.g. its worker died
+                log.error(f"Ray task of experiment {exp.name!r} failed: {done}")
+                outcomes[index].error = "".join(traceback.format_exception(done))
+                return
+            outcomes[index], archive = done
+            if archive is not None:
+                unpack_dir(archive, _persistence_dir(exp))
+
+        with ray_connection(self.address, runtime_env=self.runtime_env):
             driver_node = (
                 ray.get_runtime_context().get_node_id() if self.gather_persistence_dirs else None
             )
-            refs = [task.remote(self.experiment_runner, exp, driver_node) for exp in experiments]
-            return [self._collect(exp, ref) for exp, ref in zip(experiments, refs, strict=True)]
-        finally:
-            if started:
-                ray.shutdown()
+            run_tasks(
+                _run_on_ray_worker,
+                ((self.experiment_runner, exp, driver_node) for exp in experiments),
+                on_done,
+                num_cpus=self.num_cpus_per_experiment,
+                num_gpus=self.num_gpus_per_experiment,
+            )
+        return outcomes
 
 
 class RegisteredExpLauncher(Enum):

@@ -6,41 +6,38 @@ and the performance profile (fraction of runs whose final return exceeds a thres
 :meth:`MultiRunExperimentResult.load_from_disk` reads back what the runs logged (one run
 directory per seed below the experiment directory, as written by an experiment collection, e.g.
 ``ExperimentBuilder.build_seeded_collection``); :meth:`MultiRunExperimentResult.eval_results`
-computes the statistics with ``rliable.library`` and ``rliable.metrics``, plots them with
-``rliable.plot_utils`` and saves plots and numbers.
+computes the statistics (:mod:`tianshou.evaluation.interval_estimates`, on rliable), plots
+them with ``rliable.plot_utils`` and saves plots and numbers.
 
 The intervals are rliable's percentile stratified bootstrap: at every env step (and for the
-final returns of the profile) the runs are resampled with replacement. rliable draws the
-resamples from numpy's global random generator; the evaluation seeds it with
-:data:`BOOTSTRAP_SEED` for the duration of the bootstrap (restoring its state afterwards), so
-that evaluating the same runs twice gives the same intervals. rliable is imported only when an
-evaluation runs, as it is an optional dependency (the ``eval`` extra).
+final returns of the profile) the runs are resampled with replacement, seeded by the rule of
+:mod:`tianshou.evaluation.interval_estimates`, so that evaluating the same runs twice gives the
+same intervals. rliable is imported only when an evaluation runs, as it is an optional
+dependency (the ``eval`` extra).
 """
 
 import json
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, cast
 
 import numpy as np
-import scipy.stats
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from tianshou.evaluation.interval_estimates import (
+    DEFAULT_BOOTSTRAP_REPS,
+    iqm_with_interval,
+    performance_profile_with_interval,
+)
 from tianshou.utils.logger import DataScope
 from tianshou.utils.logger.reading import read_logged_data, reader_for
 
 log = logging.getLogger(__name__)
 
-BOOTSTRAP_REPS = 2000
-"""Bootstrap replications for every confidence interval."""
-CONFIDENCE = 0.95
-"""Coverage of the confidence intervals."""
-BOOTSTRAP_SEED = 0
-"""Seed of the bootstrap's resampling, so that an evaluation gives the same intervals twice."""
+BOOTSTRAP_REPS = DEFAULT_BOOTSTRAP_REPS
+"""Bootstrap replications of every confidence interval of an evaluation."""
 
 
 @dataclass
@@ -93,7 +90,7 @@ class EvaluationSequenceEntry:
     :param env_step: the env step the runs were evaluated at.
     :param iqm: the interquartile mean of the runs' mean episode returns at that step.
     :param iqm_confidence_interval: the lower and upper bound of the IQM's stratified-bootstrap
-        confidence interval (:data:`CONFIDENCE` coverage).
+        confidence interval (95 % coverage).
     :param rew: the mean over the runs of their mean episode returns.
     :param rew_std: the standard deviation over the runs of their mean episode returns.
     :param returns: the mean episode return of each run at that step, shape ``(num_runs,)``;
@@ -106,69 +103,6 @@ class EvaluationSequenceEntry:
     rew: float
     rew_std: float
     returns: np.ndarray | None = None
-
-
-@contextmanager
-def seeded_global_rng(seed: int) -> Iterator[None]:
-    """Seed numpy's global random generator for the duration of the block and restore its
-    previous state afterwards, leaving other users of the global generator undisturbed.
-
-    rliable's performance profiles (and its bootstrap without a ``random_state``) draw from that
-    generator, so an evaluation run inside this block gives the same intervals every time.
-
-    :param seed: the seed for the block.
-    """
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
-
-
-def _iqm_over_steps(scores_RTE: np.ndarray) -> np.ndarray:
-    """The IQM of the scores of all runs and tasks at each env step: per step exactly
-    ``rliable.metrics.aggregate_iqm(scores_RTE[..., step])`` (the 25 % trimmed mean of the
-    flattened runs x tasks), computed for all steps in one call, as the bootstrap evaluates it
-    once per replication and a loop over the steps would make long runs slow.
-
-    :param scores_RTE: runs x tasks x env steps, the layout rliable's bootstrap resamples.
-    :return: one IQM per env step.
-    """
-    flat = scores_RTE.reshape(-1, scores_RTE.shape[-1])
-    return np.asarray(scipy.stats.trim_mean(flat, proportiontocut=0.25, axis=0))
-
-
-def _iqm_with_interval(name: str, returns_RE: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The IQM of the runs' returns ``(R, E)`` at each env step ``(E,)`` and its confidence
-    interval ``(2, E)`` (lower and upper bounds)."""
-    from rliable import library
-
-    with seeded_global_rng(BOOTSTRAP_SEED):
-        iqm, iqm_ci = library.get_interval_estimates(
-            {name: returns_RE[:, None, :]},
-            _iqm_over_steps,
-            reps=BOOTSTRAP_REPS,
-            confidence_interval_size=CONFIDENCE,
-        )
-    return iqm[name], iqm_ci[name]
-
-
-def _profile_with_interval(
-    name: str, final_R: np.ndarray, thresholds_T: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The performance profile (fraction of runs whose final return exceeds each threshold)
-    ``(T,)`` and its confidence interval ``(2, T)``."""
-    from rliable import library
-
-    with seeded_global_rng(BOOTSTRAP_SEED):
-        profiles, profile_cis = library.create_performance_profile(
-            {name: final_R[:, None]},
-            thresholds_T,
-            reps=BOOTSTRAP_REPS,
-            confidence_interval_size=CONFIDENCE,
-        )
-    return profiles[name], profile_cis[name]
 
 
 def _read_scope(run_dir: str, scope: DataScope) -> LoggedCollectStats:
@@ -327,7 +261,7 @@ class MultiRunExperimentResult:
         """
         scope = DataScope(scope)
         steps_E, returns_RE = self._aligned_returns(scope)
-        iqm_E, iqm_ci_2E = _iqm_with_interval(self.exp_name, returns_RE)
+        iqm_E, iqm_ci_2E = iqm_with_interval(returns_RE[:, None, :], reps=BOOTSTRAP_REPS)
         mean_E, std_E = returns_RE.mean(axis=0), returns_RE.std(axis=0)
         return [
             EvaluationSequenceEntry(
@@ -379,8 +313,10 @@ class MultiRunExperimentResult:
         if score_thresholds is None:
             score_thresholds = np.linspace(final_R.min(), final_R.max(), 101)
         thresholds = np.asarray(score_thresholds, dtype=float)
-        iqm, iqm_ci = _iqm_with_interval(name, returns_RE)
-        profile, profile_ci = _profile_with_interval(name, final_R, thresholds)
+        iqm, iqm_ci = iqm_with_interval(returns_RE[:, None, :], reps=BOOTSTRAP_REPS)
+        profile, profile_ci = performance_profile_with_interval(
+            final_R, thresholds, reps=BOOTSTRAP_REPS
+        )
         results = {
             "algo_name": name,
             "scope": scope.value,

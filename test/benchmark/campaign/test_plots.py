@@ -1,18 +1,13 @@
-"""The figures' numbers: runs put on one grid of env steps, and the bootstrap band of their
-mean; the per-task normalisation of the aggregate; one figure per budget family, a style per
-algorithm."""
+"""The figures' numbers: runs put on one grid of env steps; the per-task normalisation of the
+aggregate; one figure per budget family, a style per algorithm."""
 
 from pathlib import Path
-
-import numpy as np
-import pytest
 
 from benchmark.campaign.plan import available_algorithms
 from benchmark.campaign.plots import (
     algorithm_style,
     budget_family,
     common_curves,
-    mean_band,
     normalized_scores,
     plot_task_families,
 )
@@ -37,20 +32,6 @@ def test_runs_are_interpolated_onto_their_common_steps_up_to_the_shortest() -> N
     grid, curves = common_curves(runs)
     assert grid.tolist() == [0, 100, 150, 200]
     assert curves.tolist() == [[0.0, 10.0, 15.0, 20.0], [0.0, 20.0, 30.0, 40.0]]
-
-
-def test_the_band_holds_the_mean_and_stays_within_the_seeds() -> None:
-    curves = np.array([[0.0, 1.0, 5.0], [0.0, 3.0, 7.0], [0.0, 2.0, 9.0]])
-    mean, low, high = mean_band(curves)
-    assert mean.tolist() == pytest.approx([0.0, 2.0, 7.0])
-    assert np.all(curves.min(axis=0) <= low) and np.all(low <= mean)
-    assert np.all(mean <= high) and np.all(high <= curves.max(axis=0))
-    assert high[2] - low[2] > high[1] - low[1]  # wider where the seeds disagree more
-
-
-def test_one_seed_has_no_band() -> None:
-    mean, low, high = mean_band(np.array([[1.0, 2.0]]))
-    assert mean.tolist() == low.tolist() == high.tolist() == [1.0, 2.0]
 
 
 def test_scores_are_normalised_per_task_between_its_lowest_and_highest_run() -> None:

@@ -12,7 +12,6 @@ from scipy import stats
 from benchmark.campaign.report import (
     SUMMARY_FILE,
     TABLE_FILE,
-    iqm_interval,
     load_results,
     write_report,
 )
@@ -34,19 +33,6 @@ def campaign(tmp_path: Path) -> Path:
         for seed, final in enumerate(finals):
             write_fake_result(tmp_path, task, algorithm, seed, [0.0, final * 1.1, final])
     return tmp_path
-
-
-def test_iqm_and_its_interval_over_seeds() -> None:
-    scores = [3.0, 1.0, 10.0, 4.0, 2.0, 7.0, 5.0, 6.0]
-    iqm, interval = iqm_interval(scores, REPS)
-    assert interval is not None
-    low, high = interval
-    assert iqm == pytest.approx(stats.trim_mean(scores, 0.25))
-    assert min(scores) <= low < iqm < high <= max(scores)
-
-
-def test_one_seed_has_an_iqm_but_no_interval() -> None:
-    assert iqm_interval([42.0]) == (42.0, None)
 
 
 def test_summary_has_the_statistics_of_every_task_and_algorithm(campaign: Path) -> None:

@@ -5,10 +5,10 @@ import optuna
 import pytest
 
 from test.highlevel.hpo.conftest import tiny_cartpole_ppo_template, tiny_space
+from tianshou.evaluation.interval_estimates import iqm
 from tianshou.highlevel.config import OnPolicyTrainingConfig
 from tianshou.highlevel.hpo.experiment_template import epoch_env_steps
 from tianshou.highlevel.hpo.objective import SeedRobustObjective
-from tianshou.highlevel.hpo.score import iqm
 from tianshou.highlevel.hpo.space import CategoricalDimension, FloatDimension, SearchSpace
 
 

@@ -1,35 +1,18 @@
-import logging
-
-import numpy as np
 import pytest
 
-from tianshou.highlevel.hpo.score import iqm, iqm_with_interval
+from tianshou.evaluation.interval_estimates import iqm
+from tianshou.highlevel.hpo.score import ScoreWithInterval
 
 
-def test_iqm_is_the_mean_of_the_middle_half() -> None:
-    assert iqm([1.0, 2.0, 3.0, 100.0]) == pytest.approx(2.5)
-    assert iqm([4.0, 6.0]) == pytest.approx(5.0)
-    with pytest.raises(ValueError):
-        iqm([])
-
-
-def test_interval_brackets_the_iqm_is_reproducible_and_leaves_the_global_generator() -> None:
+def test_score_of_returns_is_their_iqm_in_a_reproducible_interval() -> None:
     returns = [10.0, 12.0, 30.0, 31.0, 33.0, 80.0]
-    np.random.seed(3)
-    before = np.random.get_state()[1].copy()
-    score = iqm_with_interval(returns)
-    assert np.array_equal(np.random.get_state()[1], before)
-    assert score.low <= score.iqm <= score.high
-    assert score.low >= min(returns) and score.high <= max(returns)
-    assert score.low < score.high
-    assert iqm_with_interval(returns) == score
+    score = ScoreWithInterval.of_returns(returns)
+    assert score.iqm == pytest.approx(iqm(returns))
+    assert min(returns) <= score.low < score.iqm < score.high <= max(returns)
+    assert ScoreWithInterval.of_returns(returns) == score
+    assert ScoreWithInterval.of_returns(returns, bootstrap_seed=1) != score
     assert score.to_dict() == {"iqm": score.iqm, "ci_low": score.low, "ci_high": score.high}
 
 
-def test_the_interval_says_nothing_at_info_level(caplog: pytest.LogCaptureFixture) -> None:
-    """rliable announces each estimate through absl at INFO; a search prints it per trial."""
-    absl_level = logging.getLogger("absl").level
-    with caplog.at_level(logging.INFO):
-        iqm_with_interval([1.0, 2.0, 3.0])
-    assert not [r for r in caplog.records if r.name == "absl"]
-    assert logging.getLogger("absl").level == absl_level
+def test_score_prints_as_iqm_and_interval() -> None:
+    assert str(ScoreWithInterval(1.234, 0.5, 2.0)) == "1.23 [0.50, 2.00]"

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tianshou.evaluation.interval_estimates import iqm
 from tianshou.highlevel.config import TrainingConfig
 from tianshou.highlevel.hpo._optuna import import_optuna
 from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate, epoch_env_steps
-from tianshou.highlevel.hpo.score import iqm, iqm_with_interval
+from tianshou.highlevel.hpo.score import ScoreWithInterval
 from tianshou.highlevel.hpo.seed_runs import SeedRunner
 from tianshou.highlevel.hpo.space import SearchSpace, format_hyperparameters
 from tianshou.utils.progress_bar import progress_bar
@@ -100,7 +101,7 @@ class SeedRobustObjective:
                     raise optuna.TrialPruned(f"pruned after epoch {epoch}")
 
             returns_SE = self.seed_runner.run(experiments, on_epoch)
-        score = iqm_with_interval(returns_SE[:, -1])
+        score = ScoreWithInterval.of_returns(returns_SE[:, -1])
         trial.set_user_attr("test_returns", returns_SE.tolist())
         trial.set_user_attr("score", score.to_dict())
         log.info(

@@ -16,7 +16,7 @@ import scipy.stats
 
 from tianshou.highlevel.hpo._optuna import import_optuna
 from tianshou.highlevel.hpo.experiment_template import ExperimentTemplate
-from tianshou.highlevel.hpo.score import ScoreWithInterval, iqm_with_interval
+from tianshou.highlevel.hpo.score import ScoreWithInterval
 from tianshou.highlevel.hpo.seed_runs import SeedRunner
 
 if TYPE_CHECKING:
@@ -159,7 +159,9 @@ def reevaluate_top_trials(
             values, first_seed, num_seeds, f"reevaluation/trial_{trial.number}"
         )
         final_returns = runner.run(experiments)[:, -1]
-        scored.append((trial, search_rank, iqm_with_interval(final_returns), final_returns))
+        scored.append(
+            (trial, search_rank, ScoreWithInterval.of_returns(final_returns), final_returns)
+        )
     scored.sort(key=lambda entry: (-entry[2].iqm, entry[1]))
     return ReevaluationReport(
         configurations=[
