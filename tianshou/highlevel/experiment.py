@@ -53,7 +53,11 @@ from tianshou.highlevel.logger import LoggerFactory, LoggerFactoryDefault, TLogg
 from tianshou.highlevel.params.algorithm_wrapper import AlgorithmWrapperFactory
 from tianshou.highlevel.params.collector import CollectorFactory
 from tianshou.highlevel.params.optim import OptimizerFactoryFactory
-from tianshou.highlevel.persistence import PersistenceGroup, PolicyPersistence
+from tianshou.highlevel.persistence import (
+    PersistenceGroup,
+    PolicyPersistence,
+    env_state_persistence,
+)
 from tianshou.highlevel.trainer import (
     EpochStopCallback,
     EpochTestCallback,
@@ -338,7 +342,8 @@ class Experiment(ToStringMixin):
         )
         policy_persistence = PolicyPersistence(
             additional_persistence=PersistenceGroup(
-                *envs.persistence, enabled=self.config.persistence_enabled
+                *env_state_persistence(envs.persistence),
+                enabled=self.config.persistence_enabled,
             ),
             enabled=self.config.persistence_enabled,
             mode=self.config.policy_persistence_mode,
