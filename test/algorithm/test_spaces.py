@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from torch.distributions import Independent, Normal, kl_divergence
+from torch.distributions import Independent, Normal
 
 from tianshou.algorithm import (
     A2C,
@@ -60,18 +60,13 @@ from tianshou.algorithm.modelfree.fqf import FQFPolicy
 from tianshou.algorithm.modelfree.iqn import IQNPolicy
 from tianshou.algorithm.modelfree.qrdqn import QRDQNPolicy
 from tianshou.algorithm.modelfree.redq import REDQPolicy
-from tianshou.algorithm.modelfree.reinforce import (
-    ActionLayout,
-    DiscreteActorPolicy,
-    ProbabilisticActorPolicy,
-    actor_output_dim,
-    product_dist_fn,
-)
+from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy, ProbabilisticActorPolicy
 from tianshou.algorithm.modelfree.sac import SACPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Batch, Collector, ReplayBuffer, VectorReplayBuffer
 from tianshou.data.stats import SequenceSummaryStats
 from tianshou.env import DummyVectorEnv
+from tianshou.spaces.product_distributions import actor_output_dim, product_dist_fn
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.net.branching import BranchingNet
 from tianshou.utils.net.common import EnsembleLinear, Net, get_dict_state_decorator
@@ -340,99 +335,11 @@ def test_dqn_learns_a_dict_observation_task() -> None:
     assert mean_test_return(algorithm, GoalLineEnv) >= GOAL_THRESHOLD
 
 
-# ---------------------------------------------------------------------- product distributions
+# ---------------------------------------------------------------------- structured action spaces
 MULTI_DISCRETE = gym.spaces.MultiDiscrete([3, 4])
 MULTI_BINARY = gym.spaces.MultiBinary(3)
 DISCRETE_TUPLE = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3)))
 HYBRID = HybridTargetEnv().action_space
-
-
-class TestProductDistribution:
-    def test_log_prob_and_entropy_sum_over_the_parts(self) -> None:
-        seed_everything()
-        logits = torch.randn(5, 7)
-        dist = product_dist_fn(MULTI_DISCRETE)(logits)
-        act = dist.sample()
-        first = torch.distributions.Categorical(logits=logits[:, :3])
-        second = torch.distributions.Categorical(logits=logits[:, 3:])
-        expected = first.log_prob(act[:, 0]) + second.log_prob(act[:, 1])
-        assert act.shape == (5, 2) and act.dtype == torch.long
-        assert torch.allclose(dist.log_prob(act), expected)
-        assert torch.allclose(dist.entropy(), first.entropy() + second.entropy())
-
-    def test_hybrid_parts_are_a_categorical_and_a_gaussian(self) -> None:
-        params = torch.tensor([[2.0, -1.0, 0.3, np.log(0.5)]])
-        dist = product_dist_fn(HYBRID)(params)
-        act = torch.tensor([[0.0, 0.1]])
-        normal = torch.distributions.Normal(torch.tensor(0.3), torch.tensor(0.5))
-        categorical = torch.distributions.Categorical(logits=params[0, :2])
-        expected = categorical.log_prob(torch.tensor(0)) + normal.log_prob(torch.tensor(0.1))
-        assert torch.allclose(dist.log_prob(act), expected.reshape(1))
-        assert dist.mode.tolist() == [[0.0, pytest.approx(0.3)]]
-        assert dist.sample().dtype == torch.float32
-
-    def test_multi_binary_is_independent_bernoullis(self) -> None:
-        logits = torch.tensor([[0.0, 5.0, -5.0]])
-        dist = product_dist_fn(MULTI_BINARY)(logits)
-        assert dist.mode[0, 1:].tolist() == [1, 0]
-        expected = torch.distributions.Bernoulli(logits=logits).log_prob(torch.ones(1, 3)).sum()
-        assert torch.allclose(dist.log_prob(torch.ones(1, 3, dtype=torch.long)), expected)
-
-    def test_kl_divergence_sums_over_the_parts(self) -> None:
-        torch.manual_seed(1)
-        p_params, q_params = torch.randn(4, 4), torch.randn(4, 4)
-        p, q = product_dist_fn(HYBRID)(p_params), product_dist_fn(HYBRID)(q_params)
-        by_part = kl_divergence(p.components[0], q.components[0]) + kl_divergence(
-            p.components[1], q.components[1]
-        )
-        assert torch.allclose(kl_divergence(p, q), by_part)
-        assert torch.allclose(kl_divergence(p, p), torch.zeros(4), atol=1e-6)
-
-    @pytest.mark.parametrize(
-        ("space", "width"),
-        [(MULTI_DISCRETE, 7), (MULTI_BINARY, 3), (DISCRETE_TUPLE, 5), (HYBRID, 4)],
-    )
-    def test_actor_output_dim(self, space: gym.Space, width: int) -> None:
-        assert actor_output_dim(space) == width
-
-    def test_wrong_actor_output_width_is_a_clear_error(self) -> None:
-        with pytest.raises(ValueError, match=r"needs an actor output of shape \(batch, 7\)"):
-            product_dist_fn(MULTI_DISCRETE)(torch.zeros(2, 6))
-
-    @pytest.mark.parametrize(
-        "space",
-        [
-            gym.spaces.MultiDiscrete([[2, 2], [2, 2]]),
-            gym.spaces.Tuple((gym.spaces.Tuple((gym.spaces.Discrete(2),)),)),
-            gym.spaces.Tuple((gym.spaces.Text(3),)),
-        ],
-    )
-    def test_unsupported_parts_are_a_clear_error(self, space: gym.Space) -> None:
-        with pytest.raises(ValueError, match="has no product distribution"):
-            ActionLayout(space)
-
-    def test_multi_part_env_actions_have_their_space_dtype(self) -> None:
-        space = gym.spaces.Dict(
-            {"bits": gym.spaces.MultiBinary(3), "picks": gym.spaces.MultiDiscrete([2, 3])}
-        )
-        layout = ActionLayout(space)
-        (action,) = layout.to_env_actions(np.array([[1, 0, 1, 1, 2]]))
-        assert space.contains(action) and action["bits"].dtype == np.int8
-        assert layout.from_env_actions([action]).tolist() == [[1, 0, 1, 1, 2]]
-
-    def test_env_actions_of_a_dict_space_round_trip(self) -> None:
-        space = gym.spaces.Dict(
-            {"move": gym.spaces.Discrete(3, start=1), "force": gym.spaces.Box(-1.0, 1.0, (2,))}
-        )
-        layout = ActionLayout(space)
-        assert list(space.keys()) == ["force", "move"]  # the order of the flat columns
-        rows = np.array([[0.5, 3.0, 0.0], [-0.2, -4.0, 2.0]], dtype=np.float32)
-        env_actions = layout.to_env_actions(rows)
-        assert all(space.contains(a) for a in env_actions)
-        assert env_actions[0]["move"] == 1 and env_actions[1]["move"] == 3
-        assert env_actions[0]["force"].tolist() == [0.5, 1.0]  # clipped to the bounds
-        back = layout.from_env_actions(env_actions)
-        assert np.allclose(back, [[0.5, 1.0, 0.0], [-0.2, -1.0, 2.0]])
 
 
 # ---------------------------------------------------------------------- structured actions

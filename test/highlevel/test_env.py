@@ -130,7 +130,7 @@ class TestEnvironments:
     def test_set_persistence_replaces_the_handlers(self, created: list[Environments]) -> None:
         envs = build(created, "CartPole-v1", VectorEnvType.DUMMY)
         marker_a, marker_b = object(), object()
-        envs.set_persistence(marker_a, marker_b)  # type: ignore[arg-type]
+        envs.set_persistence(marker_a, marker_b)
         assert list(envs.persistence) == [marker_a, marker_b]
 
 

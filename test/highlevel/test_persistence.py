@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from test.import_graph import reachable_imports
 from tianshou.algorithm.modelfree.dqn import DQN, DiscreteQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.highlevel.persistence import (
@@ -17,6 +18,7 @@ from tianshou.highlevel.persistence import (
     PersistEvent,
     PolicyPersistence,
     RestoreEvent,
+    env_state_persistence,
 )
 from tianshou.highlevel.world import World
 from tianshou.utils.net.common import Net
@@ -140,3 +142,23 @@ def test_group_applies_all_handlers_and_can_be_disabled(tmp_path: Path) -> None:
     PersistenceGroup(first, second, enabled=False).restore(RestoreEvent.RESTORE_POLICY, world)
     expected = [PersistEvent.PERSIST_POLICY, RestoreEvent.RESTORE_POLICY]
     assert first.events == second.events == expected
+
+
+def test_env_handlers_are_checked_to_be_persistence_objects() -> None:
+    recorder = Recorder()
+    assert env_state_persistence([recorder]) == [recorder]
+    with pytest.raises(TypeError, match=r"takes Persistence handlers.*got 'obs_rms'"):
+        env_state_persistence([recorder, "obs_rms"])
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "tianshou.highlevel.env",
+        "tianshou.highlevel.persistence",
+        "tianshou.highlevel.world",
+        "tianshou.highlevel.module.core",
+    ],
+)
+def test_envs_persistence_world_and_module_factories_are_on_no_import_cycle(module: str) -> None:
+    assert module not in reachable_imports(module, within="tianshou")

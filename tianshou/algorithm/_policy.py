@@ -13,9 +13,9 @@ from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
 from numpy.typing import ArrayLike
 from torch import nn
 
-from tianshou.algorithm._masking import action_mask, sample_legal_actions
 from tianshou.data.batch import Batch
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import action_mask, sample_legal_actions
 from tianshou.utils.net.action_repr import RandomActor
 
 ActionBoundMethod = Literal["clip", "tanh"]

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from tianshou.algorithm._masking import split_masked_obs
-from tianshou.algorithm._obs_rows import ObsRows, obs_rows
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
 from tianshou.data.buffer.sequence import sequence_rows
+from tianshou.spaces.dict_observations import ObsRows, obs_rows
+from tianshou.spaces.masks import split_masked_obs
 
 
 def segment_starts(buffer: ReplayBuffer, indices: np.ndarray, done: np.ndarray) -> np.ndarray:

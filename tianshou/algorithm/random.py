@@ -6,11 +6,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from tianshou.algorithm._masking import sample_legal_actions
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, PolicyState, TrainingStats
 from tianshou.algorithm.algorithm_base import Policy as PolicyBase
 from tianshou.data.batch import Batch
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import sample_legal_actions
 
 
 @dataclass(kw_only=True)

@@ -56,6 +56,7 @@ from tianshou.data.buffer.prio import PrioritizedReplayBuffer
 from tianshou.data.buffer.vecbuf import PrioritizedVectorReplayBuffer, VectorReplayBuffer
 from tianshou.data.collector_stats import CollectStats, categorical_stddev
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import action_mask, sample_legal_actions
 
 if TYPE_CHECKING:
     from tianshou.algorithm.algorithm_base import Policy
@@ -239,7 +240,7 @@ class CollectRun:
         if len(env_ids) != len(spaces):
             spaces = [spaces[i] for i in env_ids.tolist()]
             samplers = [samplers[i] for i in env_ids.tolist()]
-        mask = obs.get("mask") if isinstance(obs, Batch) else None
+        mask = action_mask(obs)
         if mask is None:
             samples = [sample() for sample in samplers]
             if isinstance(samples[0], (tuple, dict)):  # Tuple/Dict spaces: one object per env
@@ -248,9 +249,6 @@ class CollectRun:
             else:
                 act_env = np.array(samples)
         else:
-            # imported here: the data layer does not load the algorithm layer at import time
-            from tianshou.algorithm._masking import sample_legal_actions
-
             act_env = sample_legal_actions(spaces, mask, {"env_id": env_ids})
         act = self.policy.map_action_inverse(act_env) if self.inverse_now else act_env
         return StepActions(act, act_env, None, None, None)

@@ -24,7 +24,11 @@ from tianshou.highlevel.config import (
 from tianshou.highlevel.env import EnvFactory, has_display
 from tianshou.highlevel.experiment_result import ExperimentResult
 from tianshou.highlevel.logger import LoggerFactory, LoggerFactoryDefault, TLogger
-from tianshou.highlevel.persistence import PersistenceGroup, PolicyPersistence
+from tianshou.highlevel.persistence import (
+    PersistenceGroup,
+    PolicyPersistence,
+    env_state_persistence,
+)
 from tianshou.highlevel.world import World
 from tianshou.utils.logger import LazyLogger
 from tianshou.utils.string import ToStringMixin
@@ -264,7 +268,8 @@ class Experiment(ToStringMixin):
         )
         policy_persistence = PolicyPersistence(
             additional_persistence=PersistenceGroup(
-                *envs.persistence, enabled=self.config.persistence_enabled
+                *env_state_persistence(envs.persistence),
+                enabled=self.config.persistence_enabled,
             ),
             enabled=self.config.persistence_enabled,
             mode=self.config.policy_persistence_mode,

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from enum import Enum
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import gymnasium as gym
 import numpy as np
@@ -38,9 +38,6 @@ from tianshou.env.worker.worker_base import seed_env
 from tianshou.utils.net.common import TActionShape
 from tianshou.utils.optional_dependency import install_hint
 from tianshou.utils.string import ToStringMixin
-
-if TYPE_CHECKING:
-    from tianshou.highlevel.persistence import Persistence
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +159,8 @@ class Environments(ToStringMixin, ABC):
         self.training_envs = training_envs
         self.test_envs = test_envs
         self.watch_env = watch_env
-        self.persistence: Sequence[Persistence] = []
+        self.persistence: Sequence[object] = []
+        """The handlers of :meth:`set_persistence`."""
 
     @staticmethod
     def from_factory_and_type(
@@ -208,10 +206,16 @@ class Environments(ToStringMixin, ABC):
             "state_shape": self.get_observation_shape(),
         }
 
-    def set_persistence(self, *p: "Persistence") -> None:
+    def set_persistence(self, *p: object) -> None:
         """Attach persistence handlers for the envs' own state (e.g. observation normalisation).
 
-        :param p: the handlers; they replace any attached before.
+        The experiment saves and restores them with its policy. They are held as plain objects:
+        a handler reads the run's :class:`~tianshou.highlevel.world.World`, which holds these
+        envs, so this module cannot name the handlers' type without an import cycle; the
+        experiment checks them (:func:`~tianshou.highlevel.persistence.env_state_persistence`).
+
+        :param p: :class:`~tianshou.highlevel.persistence.Persistence` handlers; they replace
+            any attached before.
         """
         self.persistence = p
 

@@ -8,14 +8,14 @@ killed while saving leaves the previous file intact. Restoring reads weights onl
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
 import torch
 
-from tianshou.highlevel.module.core import TDevice
 from tianshou.highlevel.world import World
+from tianshou.utils.torch_utils import TDevice
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,27 @@ class Persistence(ABC):
     @abstractmethod
     def restore(self, event: RestoreEvent, world: World) -> None:
         """Restore state at ``event``, from ``world.restore_directory``."""
+
+
+def env_state_persistence(handlers: Iterable[object]) -> list[Persistence]:
+    """The handlers attached by :meth:`~tianshou.highlevel.env.Environments.set_persistence`,
+    checked to be :class:`Persistence` objects.
+
+    :class:`~tianshou.highlevel.env.Environments` holds them untyped: a handler reads the run's
+    :class:`World`, which holds the envs, so the env module does not import this one. The
+    experiment checks them here, where their type is known, before it persists anything.
+
+    :raises TypeError: naming the first handler that is not a :class:`Persistence`.
+    """
+    checked = []
+    for handler in handlers:
+        if not isinstance(handler, Persistence):
+            raise TypeError(
+                "Environments.set_persistence takes Persistence handlers "
+                f"(tianshou.highlevel.persistence.Persistence), got {handler!r}"
+            )
+        checked.append(handler)
+    return checked
 
 
 class PersistenceGroup(Persistence):

@@ -4,7 +4,7 @@ distribution over an action space)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import torch
 from gymnasium import spaces
@@ -75,6 +75,10 @@ def policy_within_training_step(policy: "Policy", enabled: bool = True) -> Itera
         yield
     finally:
         policy.is_within_training_step = previous
+
+
+TDevice: TypeAlias = str | torch.device
+"""A torch device, or its name (e.g. ``"cpu"``, ``"cuda:0"``)."""
 
 
 def torch_device(module: nn.Module) -> torch.device:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from test.algorithm.test_masking import MaskedTargetEnv
+from test.algorithm.test_masked_algorithms import MaskedTargetEnv
 from test.algorithm.test_spaces import DictSensorsEnv, GoalLineEnv
 from tianshou.env import DummyVectorEnv
 from tianshou.highlevel.config import OnPolicyTrainingConfig

@@ -33,7 +33,6 @@ import torch.nn.functional as F
 from gymnasium.spaces import Box
 from torch import nn
 
-from tianshou.algorithm._obs_rows import ObsRows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import (
     exclusive_parameters,
     finite_loss_values,
@@ -51,6 +50,7 @@ from tianshou.algorithm.algorithm_base import (
 from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
+from tianshou.spaces.dict_observations import ObsRows, obs_rows, repeat_rows
 from tianshou.utils.net.continuous import VAE
 from tianshou.utils.torch_utils import torch_device
 

@@ -35,7 +35,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from tianshou.algorithm._obs_rows import ObsRows, cat_rows, obs_rows, repeat_rows
 from tianshou.algorithm._update_helpers import (
     exclusive_parameters,
     finite_loss_values,
@@ -56,6 +55,7 @@ from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import AdamOptimizerFactory, OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.spaces.dict_observations import ObsRows, cat_rows, obs_rows, repeat_rows
 from tianshou.utils.torch_utils import torch_device
 
 CALIBRATION_KEY = "calibration_returns"

@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tianshou.algorithm._masking import Mask, action_mask, mask_logits, mask_q_values
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import OfflineAlgorithm, PolicyState
 from tianshou.algorithm.modelfree.dqn import (
@@ -33,6 +32,7 @@ from tianshou.algorithm.modelfree.dqn import (
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import Mask, action_mask, mask_logits, mask_q_values
 
 float_info = torch.finfo(torch.float32)
 """Limits of float32, the dtype of the Q-values."""

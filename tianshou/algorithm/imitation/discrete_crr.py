@@ -13,7 +13,7 @@ The weight is a constant of the actor's loss (no gradient flows through it). As 
 published library, the critic is additionally kept conservative by the CQL regulariser
 ``logsumexp_a Q(s, a) - Q(s, a_data)`` weighted by ``min_q_weight``.
 
-With legal-action masks (:mod:`tianshou.algorithm._masking`), ``pi`` is restricted to the legal
+With legal-action masks (:mod:`tianshou.spaces.masks`), ``pi`` is restricted to the legal
 actions and the regulariser's soft maximum runs over them only.
 """
 
@@ -27,14 +27,6 @@ from gymnasium.spaces import Discrete
 from torch import nn
 from torch.distributions import Categorical
 
-from tianshou.algorithm._masking import (
-    action_mask,
-    mask_q_values,
-    masked_categorical,
-    network_input,
-    policy_input,
-    unmask_dead_ends,
-)
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import (
     LaggedNetworkFullUpdateAlgorithmMixin,
@@ -45,6 +37,14 @@ from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.spaces.masks import (
+    action_mask,
+    mask_q_values,
+    masked_categorical,
+    network_input,
+    policy_input,
+    unmask_dead_ends,
+)
 
 PolicyImprovementMode = Literal["exp", "binary", "all"]
 POLICY_IMPROVEMENT_MODES: tuple[str, ...] = ("exp", "binary", "all")

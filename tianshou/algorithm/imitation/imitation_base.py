@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from gymnasium.spaces import Box, Discrete
 from torch import nn
 
-from tianshou.algorithm._masking import action_mask, mask_logits, mask_q_values, policy_input
 from tianshou.algorithm.algorithm_base import (
     ActionBoundMethod,
     Algorithm,
@@ -29,6 +28,7 @@ from tianshou.algorithm.algorithm_base import (
 )
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
+from tianshou.spaces.masks import action_mask, mask_logits, mask_q_values, policy_input
 
 
 @dataclass(kw_only=True)
@@ -76,7 +76,7 @@ class ImitationPolicy(Policy):
         """The actor's actions for ``batch.obs``.
 
         Observations that carry a legal-action mask (``Batch(obs=..., mask=...)``, see
-        :mod:`tianshou.algorithm._masking`) feed ``obs`` to the actor, and the discrete arg-max
+        :mod:`tianshou.spaces.masks`) feed ``obs`` to the actor, and the discrete arg-max
         ranges over the legal actions only.
 
         :return: a Batch with ``logits`` (the actor's output, a tensor), ``act`` (that output

@@ -32,7 +32,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tianshou.algorithm._masking import network_input
 from tianshou.algorithm.algorithm_base import (
     Algorithm,
     OffPolicyAlgorithm,
@@ -46,6 +45,7 @@ from tianshou.algorithm.algorithm_base import (
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.spaces.masks import network_input
 from tianshou.utils.net.discrete import IntrinsicCuriosityModule
 
 _ICM_KEY = "icm"

@@ -13,7 +13,6 @@ import torch
 from torch import nn
 from torch.distributions import Distribution
 
-from tianshou.algorithm._masking import network_input
 from tianshou.algorithm._next_values import next_values, successor_rows
 from tianshou.algorithm._update_helpers import (
     action_tensor,
@@ -27,6 +26,7 @@ from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.stats import SequenceSummaryStats
+from tianshou.spaces.masks import network_input
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import torch_device
 

@@ -24,7 +24,6 @@ import torch
 from gymnasium.spaces import MultiDiscrete
 from torch import nn
 
-from tianshou.algorithm._masking import mask_q_values, random_legal_actions
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
 from tianshou.algorithm.modelfree.dqn import (
@@ -37,6 +36,7 @@ from tianshou.algorithm.modelfree.dqn import (
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import mask_q_values, random_legal_actions
 
 
 class BDQNPolicy(DiscreteQLearningPolicy):

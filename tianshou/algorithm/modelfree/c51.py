@@ -13,7 +13,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from tianshou.algorithm._masking import Mask, unmask_dead_ends
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.modelfree.dqn import (
     DiscreteQLearningPolicy,
@@ -23,6 +22,7 @@ from tianshou.algorithm.modelfree.dqn import (
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.spaces.masks import Mask, unmask_dead_ends
 
 
 def project_onto_support(

@@ -8,7 +8,7 @@ the critics output one Q-value per action, the soft value of a state is
 one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.sac.FixedAlpha`) or learned
 (:class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`, fed the exact entropy of each state).
 
-With legal-action masks (:mod:`tianshou.algorithm._masking`) the policy is the softmax over the
+With legal-action masks (:mod:`tianshou.spaces.masks`) the policy is the softmax over the
 legal actions only, so every sum above, the entropy included, runs over the legal actions; the
 critics read the observations' ``obs`` entry.
 """
@@ -22,18 +22,18 @@ from gymnasium.spaces import Discrete
 from torch import nn
 from torch.distributions import Categorical
 
-from tianshou.algorithm._masking import (
+from tianshou.algorithm.algorithm_base import Policy, PolicyState
+from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
+from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
+from tianshou.algorithm.optim import OptimizerFactory
+from tianshou.data.batch import Batch, batch_of_parsed_values
+from tianshou.spaces.masks import (
     Mask,
     mask_logits,
     network_input,
     policy_input,
     unmask_dead_ends,
 )
-from tianshou.algorithm.algorithm_base import Policy, PolicyState
-from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
-from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
-from tianshou.algorithm.optim import OptimizerFactory
-from tianshou.data.batch import Batch, batch_of_parsed_values
 
 
 @dataclass(kw_only=True)

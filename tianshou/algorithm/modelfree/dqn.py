@@ -16,13 +16,6 @@ import torch.nn.functional as F
 from gymnasium.spaces import Discrete
 from torch import nn
 
-from tianshou.algorithm._masking import (
-    Mask,
-    mask_q_values,
-    policy_input,
-    random_legal_actions,
-    unmask_dead_ends,
-)
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import (
     Algorithm,
@@ -36,6 +29,13 @@ from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import (
+    Mask,
+    mask_q_values,
+    policy_input,
+    random_legal_actions,
+    unmask_dead_ends,
+)
 
 
 def _check_eps(name: str, eps: float) -> float:

@@ -11,7 +11,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from tianshou.algorithm._masking import Mask
 from tianshou.algorithm.algorithm_base import PolicyState
 from tianshou.algorithm.modelfree.dqn import q_network_input
 from tianshou.algorithm.modelfree.qrdqn import (
@@ -22,6 +21,7 @@ from tianshou.algorithm.modelfree.qrdqn import (
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.utils.converter import to_numpy
+from tianshou.spaces.masks import Mask
 from tianshou.utils.net.discrete import ImplicitQuantileNetwork
 
 

@@ -12,7 +12,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tianshou.algorithm._masking import Mask
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.modelfree._quantile_huber_kernel import (
     can_fuse,
@@ -25,6 +24,7 @@ from tianshou.algorithm.modelfree.dqn import (
 )
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
+from tianshou.spaces.masks import Mask
 
 
 def quantile_huber_loss(

@@ -19,7 +19,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from tianshou.algorithm._lagged_mixins import LaggedNetworkFullUpdateAlgorithmMixin
-from tianshou.algorithm._masking import mask_q_values, network_input
 from tianshou.algorithm._sequences import masked_mean, replay_sequences, successors_extended
 from tianshou.algorithm._training_stats import SimpleLossTrainingStats
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, PolicyState
@@ -29,6 +28,7 @@ from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
+from tianshou.spaces.masks import mask_q_values, network_input
 from tianshou.utils.torch_utils import torch_device
 
 

@@ -17,14 +17,6 @@ import numpy as np
 import torch
 from torch.distributions import Distribution
 
-from tianshou.algorithm._masking import (
-    Mask,
-    masked_categorical,
-    network_input,
-    policy_input,
-    split_masked_obs,
-)
-from tianshou.algorithm._obs_rows import ObsRows, obs_rows
 from tianshou.algorithm._sequences import (
     chunk_rows,
     masked_mean,
@@ -40,6 +32,14 @@ from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy, TDi
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.spaces.dict_observations import ObsRows, obs_rows
+from tianshou.spaces.masks import (
+    Mask,
+    masked_categorical,
+    network_input,
+    policy_input,
+    split_masked_obs,
+)
 from tianshou.utils.net.recurrent import RecurrentValueNet
 from tianshou.utils.torch_utils import torch_device
 

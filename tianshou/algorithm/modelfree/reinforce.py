@@ -17,14 +17,6 @@ from gymnasium.spaces import Box, Discrete
 from torch import nn
 from torch.distributions import Categorical, Distribution
 
-from tianshou.algorithm._masking import masked_categorical, policy_input
-from tianshou.algorithm._product_dist import (
-    ActionLayout,
-    ProductDistribution,
-    actor_output_dim,
-    is_structured_action_space,
-    product_dist_fn,
-)
 from tianshou.algorithm._training_stats import LossSequenceTrainingStats, SimpleLossTrainingStats
 from tianshou.algorithm._update_helpers import (
     action_tensor,
@@ -43,6 +35,13 @@ from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.stats import SequenceSummaryStats
+from tianshou.spaces.masks import masked_categorical, policy_input
+from tianshou.spaces.product_distributions import (
+    ActionLayout,
+    ProductDistribution,
+    is_structured_action_space,
+    product_dist_fn,
+)
 from tianshou.utils.net.discrete import dist_fn_categorical_from_logits
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import torch_device
@@ -63,7 +62,7 @@ class ProbabilisticActorPolicy(Policy):
     """A policy that samples its actions from a distribution parameterised by an actor network.
 
     Observations that carry a legal-action mask (``Batch(obs=..., mask=...)``, see
-    :mod:`tianshou.algorithm._masking`) feed ``obs`` to the actor, and the (categorical)
+    :mod:`tianshou.spaces.masks`) feed ``obs`` to the actor, and the (categorical)
     distribution is restricted to the legal actions: illegal actions have probability 0, and
     log-probabilities, entropies and KL divergences are those of the renormalised distribution
     over the legal actions.
@@ -71,8 +70,8 @@ class ProbabilisticActorPolicy(Policy):
     Structured action spaces (``MultiDiscrete``, ``MultiBinary``, ``Tuple``, ``Dict``) take
     ``dist_fn=product_dist_fn(action_space)``: the actor outputs one flat vector of
     ``actor_output_dim(action_space)`` parameters, the policy splits it into one distribution
-    per part (see :mod:`tianshou.algorithm._product_dist`) and stores each action as one flat
-    row; :meth:`map_action` turns rows into the tuples or dicts of ``Tuple``/``Dict`` spaces,
+    per part (see :mod:`tianshou.spaces.product_distributions`) and stores each action as one
+    flat row; :meth:`map_action` turns rows into the tuples or dicts of ``Tuple``/``Dict`` spaces,
     with ``Box`` parts clipped to their bounds.
 
     :param actor: a module called as ``actor(obs, state=..., info=...)`` that returns
@@ -142,7 +141,7 @@ class ProbabilisticActorPolicy(Policy):
             raise ValueError(
                 f"the action space {self.action_space} needs a product distribution, but "
                 f"dist_fn built a {type(dist).__name__}; pass "
-                "dist_fn=product_dist_fn(action_space)"
+                "dist_fn=product_dist_fn(action_space) from tianshou.spaces.product_distributions"
             )
         self._check_action_shape(act, dist, len(batch.obs))
         return batch_of_parsed_values(
@@ -225,7 +224,8 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
         probabilities, such as a ``DiscreteActor`` with its default ``softmax_output=True``
         (reading probabilities as logits flattens the distribution, so that pairing warns).
         For ``MultiDiscrete``, ``MultiBinary`` and all-discrete ``Tuple``/``Dict`` spaces
-        the default becomes :func:`product_dist_fn`, which reads the actor's
+        the default becomes
+        :func:`~tianshou.spaces.product_distributions.product_dist_fn`, which reads the actor's
         ``actor_output_dim(action_space)`` logits as one categorical (or Bernoulli) per part.
     :param deterministic_eval: outside training steps, act with the most probable action.
     :param action_space: the environment's discrete action space.
@@ -251,7 +251,8 @@ class DiscreteActorPolicy(ProbabilisticActorPolicy):
             raise ValueError(
                 f"DiscreteActorPolicy needs a discrete action space, got {action_space} "
                 "with a Box part; use ProbabilisticActorPolicy with "
-                "dist_fn=product_dist_fn(action_space) for hybrid actions"
+                "dist_fn=product_dist_fn(action_space) (tianshou.spaces.product_distributions) "
+                "for hybrid actions"
             )
         if dist_fn is dist_fn_categorical_from_logits and is_structured_action_space(action_space):
             if getattr(actor, "softmax_output", False):
@@ -360,17 +361,13 @@ class Reinforce(OnPolicyAlgorithm[ProbabilisticActorPolicy]):
 
 
 __all__ = [
-    "ActionLayout",
     "DiscountedReturnComputation",
     "DiscreteActorPolicy",
     "LossSequenceTrainingStats",
     "ProbabilisticActorPolicy",
-    "ProductDistribution",
     "Reinforce",
     "SimpleLossTrainingStats",
     "TDistFnContinuous",
     "TDistFnDiscrOrCont",
     "TDistFnDiscrete",
-    "actor_output_dim",
-    "product_dist_fn",
 ]

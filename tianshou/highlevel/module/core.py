@@ -1,17 +1,17 @@
-"""The base of all module factories, and the device type they take."""
+"""The base of all module factories, and the device type they take (:data:`TDevice`, defined in
+:mod:`tianshou.utils.torch_utils` so that the persistence layer can use it without importing
+the module factories)."""
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from torch import nn
+
+from tianshou.utils.torch_utils import TDevice
 
 if TYPE_CHECKING:
     from tianshou.highlevel.env import Environments
-
-TDevice: TypeAlias = str | torch.device
-"""A torch device, or its name (e.g. ``"cpu"``, ``"cuda:0"``)."""
 
 
 def init_linear_orthogonal(module: nn.Module) -> None:

@@ -16,6 +16,8 @@ How each entry is read, from its subspace:
 * any other ``Box``, ``MultiBinary`` or ``MultiDiscrete`` entry is flattened as floats.
 
 The encoded entries are concatenated in the order of ``keys`` and fed to an :class:`MLP`.
+The rest of the library's support for dict observations and other structured spaces is in
+:mod:`tianshou.spaces`.
 """
 
 from collections.abc import Sequence

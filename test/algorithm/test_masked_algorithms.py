@@ -1,4 +1,5 @@
-"""Tests of legal-action masking: the shared helpers and every discrete-action algorithm.
+"""Tests of legal-action masking in every discrete-action algorithm (the mask functions
+themselves are tested in ``test/spaces/test_masks.py``).
 
 Each algorithm is checked on the same masked data: acting never picks an illegal action (in
 training, with exploration, and in evaluation), the update's losses are finite and its
@@ -34,15 +35,6 @@ from tianshou.algorithm import (
     RainbowDQN,
     Reinforce,
 )
-from tianshou.algorithm._masking import (
-    check_mask,
-    mask_logits,
-    masked_categorical,
-    random_legal_actions,
-    sample_legal_actions,
-    split_masked_obs,
-    unmask_dead_ends,
-)
 from tianshou.algorithm.algorithm_base import Algorithm, OnPolicyAlgorithm, RandomActionPolicy
 from tianshou.algorithm.imitation.discrete_bcq import DiscreteBCQPolicy
 from tianshou.algorithm.imitation.imitation_base import ImitationPolicy
@@ -58,6 +50,7 @@ from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.data import Batch, Collector, ReplayBuffer, VectorReplayBuffer
 from tianshou.data.utils.converter import to_numpy
 from tianshou.env import DummyVectorEnv
+from tianshou.spaces.masks import random_legal_actions
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.net.common import BranchingNet, Net
 from tianshou.utils.net.discrete import (
@@ -72,79 +65,6 @@ from tianshou.utils.torch_utils import policy_within_training_step
 OBS_DIM = 3
 N = 4
 SPACE = gym.spaces.Discrete(N)
-
-
-# ---------------------------------------------------------------------- the shared helpers
-class TestHelpers:
-    def test_split_feeds_obs_to_the_network_only_when_there_is_a_mask(self) -> None:
-        inner = np.zeros((2, OBS_DIM))
-        mask = np.ones((2, N), dtype=bool)
-        assert split_masked_obs(Batch(obs=inner, mask=mask))[0] is inner
-        plain = Batch(obs=inner, agent_id=np.zeros(2))
-        assert split_masked_obs(plain) == (plain, None)
-        assert split_masked_obs(inner) == (inner, None)
-
-    def test_all_false_row_names_the_row_and_env(self) -> None:
-        mask = np.array([[True, False], [False, False]])
-        with pytest.raises(ValueError, match=r"row 1 \(env_id 7\) allows no action"):
-            check_mask(mask, Batch(env_id=np.array([3, 7])))
-        with pytest.raises(ValueError, match=r"row 1 allows no action"):
-            check_mask(torch.as_tensor(mask))
-        branches = np.ones((2, 3, N), dtype=bool)
-        branches[1, 2] = False
-        with pytest.raises(ValueError, match="row 1, branch 2"):
-            check_mask(branches)
-        with pytest.raises(ValueError, match="shape"):
-            check_mask(np.ones(3, dtype=bool))
-
-    def test_masked_logits_give_the_exact_distribution_over_the_legal_actions(self) -> None:
-        logits = torch.tensor([[1.0, 5.0, 2.0, 0.5]], requires_grad=True)
-        legal = np.array([[True, False, True, True]])
-        dist = Categorical(logits=mask_logits(logits, legal))
-        expected = Categorical(logits=logits.detach()[:, [0, 2, 3]])
-        assert dist.probs[0, 1].item() == 0.0
-        assert torch.allclose(dist.probs[0, [0, 2, 3]], expected.probs[0])
-        assert torch.allclose(dist.entropy(), expected.entropy())
-        assert torch.allclose(
-            dist.log_prob(torch.tensor([2])), expected.log_prob(torch.tensor([1]))
-        )
-        (dist.entropy() + dist.log_prob(torch.tensor([0]))).sum().backward()
-        assert torch.isfinite(logits.grad).all() and logits.grad[0, 1] == 0.0
-
-    def test_probabilities_are_renormalised_over_the_legal_actions(self) -> None:
-        probs = torch.tensor([[0.1, 0.6, 0.3]])
-        dist = masked_categorical(Categorical(probs=probs), np.array([[True, False, True]]))
-        assert torch.allclose(dist.probs, torch.tensor([[0.25, 0.0, 0.75]]))
-        with pytest.raises(TypeError, match="Categorical"):
-            masked_categorical(torch.distributions.Normal(0.0, 1.0), np.ones((1, 3), bool))
-
-    def test_random_legal_actions_are_legal_and_cover_every_legal_action(self) -> None:
-        legal = np.zeros((3000, N), dtype=bool)
-        legal[:, 1] = legal[::2, 3] = True
-        act = random_legal_actions(legal, np.random.default_rng(0))
-        assert legal[np.arange(3000), act].all()
-        assert 0.45 < np.mean(act[::2] == 3) < 0.55
-
-    def test_space_draws_are_legal_reproducible_and_name_the_env(self) -> None:
-        mask = np.array([[False, True, False, True]] * 50)
-        space = gym.spaces.Discrete(N, start=10)
-        spaces = [space] * 50
-        space.seed(1)
-        act = sample_legal_actions(spaces, mask)
-        assert set(act.tolist()) == {11, 13}
-        space.seed(1)
-        assert np.array_equal(sample_legal_actions(spaces, mask), act)
-        mask[4] = False
-        with pytest.raises(ValueError, match=r"env_id 9"):
-            sample_legal_actions(spaces, mask, {"env_id": np.arange(5, 55)})
-
-    def test_dead_ends_are_opened_for_bootstrapping_only(self) -> None:
-        obs = Batch(obs=np.zeros((2, OBS_DIM)), mask=np.array([[True, False], [False, False]]))
-        opened = unmask_dead_ends(obs)
-        assert opened.mask.tolist() == [[True, False], [True, True]]
-        assert obs.mask[1].tolist() == [False, False]
-        intact = Batch(obs=np.zeros((1, OBS_DIM)), mask=np.array([[True, False]]))
-        assert unmask_dead_ends(intact) is intact
 
 
 # ---------------------------------------------------------------------- the algorithms

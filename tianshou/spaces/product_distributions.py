@@ -18,6 +18,11 @@ Columns of the actor's output, per component in the space's order:
 
 Actions are stored as one flat row per step: integers when every component is discrete, else
 floats (discrete components hold their index as a float).
+
+:func:`actor_output_dim` sizes the actor's last layer for a space and :func:`product_dist_fn`
+is the ``dist_fn`` that reads that output;
+:class:`~tianshou.algorithm.modelfree.reinforce.DiscreteActorPolicy` uses it by itself for an
+all-discrete structured space.
 """
 
 from collections.abc import Callable

@@ -1,5 +1,9 @@
 """Row operations on observation batches, flat or dict.
 
+Once collected, a ``gymnasium.spaces.Dict`` observation batch is a ``Batch`` with one array per
+key; the networks that read it are in :mod:`tianshou.utils.net.dict_encoder` and
+:mod:`tianshou.utils.net.dict_heads`.
+
 Algorithms that repeat each observation for several sampled actions (BCQ, CQL) or stack the
 observations of several passes into one network call work on rows. A flat observation batch is
 one tensor; a dict observation batch is a ``Batch`` with one tensor per key, whose rows are

@@ -1,10 +1,11 @@
-"""Tests of the row operations on flat and dict observation batches (BCQ, CQL)."""
+"""Tests of :mod:`tianshou.spaces.dict_observations`: row operations on flat and dict
+observation batches (as BCQ and CQL use them)."""
 
 import numpy as np
 import torch
 
-from tianshou.algorithm._obs_rows import cat_rows, obs_rows, repeat_rows
 from tianshou.data import Batch
+from tianshou.spaces.dict_observations import cat_rows, obs_rows, repeat_rows
 
 DEVICE = torch.device("cpu")
 

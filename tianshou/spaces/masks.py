@@ -6,10 +6,12 @@ under ``obs`` and a boolean ``mask`` with one entry per action, true where the a
 feeds ``obs.obs`` to its networks and never chooses an illegal action, whether greedily, by
 sampling or by random exploration; its losses use the masked distribution.
 
-The functions here are that convention, written once: extracting the mask and the network input,
-checking the mask, masking scores (Q-values get ``-inf``, logits a finite floor so that entropies
-and KL divergences stay exact instead of ``0 * inf = nan``), and drawing uniformly random legal
-actions.
+The functions here are that convention, written once, for the algorithms and for random
+collection alike: extracting the mask and the network input (:func:`split_masked_obs`,
+:func:`network_input`, :func:`policy_input`), checking the mask (:func:`check_mask`), masking
+scores (:func:`mask_q_values` gives Q-values ``-inf``, :func:`mask_logits` gives logits a finite
+floor so that entropies and KL divergences stay exact instead of ``0 * inf = nan``), and drawing
+uniformly random legal actions (:func:`random_legal_actions`, :func:`sample_legal_actions`).
 
 Masks of branching actions (BDQN) have one row per branch: shape ``(B, num_branches,
 action_per_branch)``; every function here treats the last axis as the actions and all others as
