@@ -23,6 +23,7 @@ from tianshou.algorithm.optim import (
     LRSchedulerFactoryLinear,
     OptimizerFactory,
 )
+from tianshou.distributed import current_rank_group
 from tianshou.exploration import GaussianNoise
 from tianshou.utils.net.common import Net
 from tianshou.utils.net.continuous import (
@@ -133,14 +134,19 @@ def gaussian_policy(
 
 
 def with_lr_decay(optim: OptimizerFactory, args: argparse.Namespace) -> OptimizerFactory:
-    """``optim`` with a learning rate decaying linearly to 0 over the run if ``--lr-decay``."""
+    """``optim`` with a learning rate decaying linearly to 0 over the run if ``--lr-decay``.
+
+    In a data-parallel run an epoch's env steps are those of all ranks, so each update stands
+    for ``world_size`` collections.
+    """
     if not args.lr_decay:
         return optim
     return optim.with_lr_scheduler_factory(
         LRSchedulerFactoryLinear(
             max_epochs=args.epoch,
             epoch_num_steps=args.epoch_num_steps,
-            collection_step_num_env_steps=args.collection_step_num_env_steps,
+            collection_step_num_env_steps=args.collection_step_num_env_steps
+            * current_rank_group().world_size,
         )
     )
 
