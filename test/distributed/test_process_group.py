@@ -1,0 +1,55 @@
+"""Joining a job as a rank: through torchrun (the documented launch), and the device of a rank."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from test.distributed.ranks import free_port
+from tianshou.distributed import rank_device
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_torchrun_trains_a_mujoco_script_on_two_ranks_and_rank_0_reports(tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-port",
+        str(free_port()),
+        "-m",
+        "examples.mujoco.mujoco_ppo",
+        "--distributed",
+        "--distributed-timeout",
+        "20",
+        *("--task", "Pendulum-v1", "--epoch", "2", "--epoch-num-steps", "200"),
+        *("--collection-step-num-env-steps", "50", "--num-training-envs", "2"),
+        *("--num-test-envs", "1", "--hidden-sizes", "8", "--batch-size", "64"),
+        *("--backend", "dummy", "--torch-threads", "1", "--no-progress"),
+        *("--persistence-base-dir", str(tmp_path), "--device", "cpu"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = tmp_path / "Pendulum-v1" / "ppo" / "0"
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["env_steps"] == 2 * 200  # two epochs of 200 env steps of both ranks together
+    assert result["update_steps"] == 2 * 200 // (2 * 50)  # each update learns from both ranks
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1  # only rank 0 logs
+
+
+def test_cuda_means_the_gpu_of_the_local_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert rank_device("cuda") == torch.device("cuda", 3)
+    assert rank_device("cuda:1") == torch.device("cuda", 1)
+    assert rank_device("cpu") == torch.device("cpu")
