@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,30 +16,37 @@ from tianshou.distributed import rank_device
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def _torchrun(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    command = [
+        *(sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"),
+        *("--master-port", str(free_port()), *args),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.slow
+def test_torchrun_ends_the_job_of_a_failing_rank_naming_it_and_the_cause() -> None:
+    start = time.monotonic()
+    done = _torchrun("-m", "test.distributed.failing_rank", timeout=60)
+    assert done.returncode != 0
+    assert time.monotonic() - start < 45
+    # both ranks' errors name the first failure, rank 1's
+    assert done.stderr.count("rank 1 of 2 failed: RuntimeError: injected failure") >= 2
+
+
 @pytest.mark.slow
 def test_torchrun_trains_a_mujoco_script_on_two_ranks_and_rank_0_reports(tmp_path: Path) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc-per-node",
-        "2",
-        "--master-port",
-        str(free_port()),
-        "-m",
-        "examples.mujoco.mujoco_ppo",
-        "--distributed",
-        "--distributed-timeout",
-        "20",
+    done = _torchrun(
+        *("-m", "examples.mujoco.mujoco_ppo", "--distributed", "--distributed-timeout", "20"),
         *("--task", "Pendulum-v1", "--epoch", "2", "--epoch-num-steps", "200"),
         *("--collection-step-num-env-steps", "50", "--num-training-envs", "2"),
         *("--num-test-envs", "1", "--hidden-sizes", "8", "--batch-size", "64"),
         *("--backend", "dummy", "--torch-threads", "1", "--no-progress"),
         *("--persistence-base-dir", str(tmp_path), "--device", "cpu"),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = tmp_path / "Pendulum-v1" / "ppo" / "0"
