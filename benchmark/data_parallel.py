@@ -55,12 +55,14 @@ def _ranks(distributed: bool) -> AbstractContextManager[RankGroup]:
     return data_parallel("cpu") if distributed else nullcontext(SINGLE_PROCESS)
 
 
-def _timed_training(ranks: RankGroup, algorithm: Algorithm, params: object) -> float:
+def _timed_training(
+    algorithm: Algorithm, params: OnPolicyTrainerParams | OffPolicyTrainerParams
+) -> float:
     """Seconds ``algorithm.run_training(params)`` takes, all ranks starting together."""
     if torch.distributed.is_initialized():
         torch.distributed.barrier()
     start = time.perf_counter()
-    algorithm.run_training(params)  # type: ignore[arg-type]
+    algorithm.run_training(params)
     return time.perf_counter() - start
 
 
@@ -83,7 +85,7 @@ def run_ppo_rank(ranks: RankGroup, total_env_steps: int) -> dict[str, object]:
         batch_size=args.batch_size,
         show_progress=False,
     )
-    seconds = _timed_training(ranks, algorithm, params)
+    seconds = _timed_training(algorithm, params)
     train_envs.close()
     return {
         "bench": "data_parallel_ppo_env_steps",
@@ -120,7 +122,7 @@ def run_sac_rank(ranks: RankGroup, updates: int) -> dict[str, object]:
         batch_size=args.batch_size,
         show_progress=False,
     )
-    seconds = _timed_training(ranks, algorithm, params)
+    seconds = _timed_training(algorithm, params)
     return {
         "bench": "data_parallel_sac_updates",
         "ranks": ranks.world_size,
