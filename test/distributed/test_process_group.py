@@ -38,6 +38,17 @@ def test_torchrun_ends_the_job_of_a_failing_rank_naming_it_and_the_cause() -> No
 
 
 @pytest.mark.slow
+def test_torchrun_ends_the_job_of_a_killed_rank_naming_it_as_the_root_cause() -> None:
+    start = time.monotonic()
+    done = _torchrun("-m", "test.distributed.failing_rank", "--kill", timeout=60)
+    assert done.returncode != 0
+    assert time.monotonic() - start < 45
+    root_cause = done.stderr.split("Root Cause", 1)[1]
+    assert "rank      : 1" in root_cause
+    assert "SIGKILL" in root_cause
+
+
+@pytest.mark.slow
 def test_torchrun_trains_a_mujoco_script_on_two_ranks_and_rank_0_reports(tmp_path: Path) -> None:
     done = _torchrun(
         *("-m", "examples.mujoco.mujoco_ppo", "--distributed", "--distributed-timeout", "20"),
@@ -61,3 +72,27 @@ def test_cuda_means_the_gpu_of_the_local_rank(monkeypatch: pytest.MonkeyPatch) -
     assert rank_device("cuda") == torch.device("cuda", 3)
     assert rank_device("cuda:1") == torch.device("cuda", 1)
     assert rank_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.slow
+def test_two_torchrun_nodes_meet_by_rendezvous_and_train_together(tmp_path: Path) -> None:
+    endpoint = f"127.0.0.1:{free_port()}"
+    node_command = [
+        *(sys.executable, "-m", "torch.distributed.run", "--nnodes", "2"),
+        *("--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint),
+        *("--rdzv-id", "two-nodes", "-m", "examples.mujoco.mujoco_sac", "--distributed"),
+        *("--task", "Pendulum-v1", "--epoch", "1", "--epoch-num-steps", "100"),
+        *("--start-timesteps", "50", "--num-training-envs", "1", "--num-test-envs", "1"),
+        *("--hidden-sizes", "8", "--batch-size", "16", "--backend", "dummy"),
+        *("--torch-threads", "1", "--no-progress", "--device", "cpu"),
+        *("--persistence-base-dir", str(tmp_path), "--distributed-timeout", "20"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    nodes = [
+        subprocess.Popen(node_command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    errors = [node.communicate(timeout=120)[1] for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], errors
+    result = json.loads((tmp_path / "Pendulum-v1" / "sac" / "0" / "result.json").read_text())
+    assert result["env_steps"] == 100  # the epoch's env steps, collected by both nodes

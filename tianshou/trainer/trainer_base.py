@@ -187,7 +187,10 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         if self.params.retain_freed_host_memory:
             retain_freed_host_memory()
         self._reset_counters()
-        best_restored = self.params.resume_from_log and self._resume_from_log()
+        # the reporting rank resumes the counters (the others have no logger) and shares them
+        best_restored = (
+            self.params.resume_from_log and self._ranks.is_reporting and self._resume_from_log()
+        )
         self._agree_on_start_counters()
         TraceLogger.log(
             log,
