@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
+from torch.utils.tensorboard import SummaryWriter
 
 from test.distributed.ranks import free_port, run_ranks, start_ranks
 from tianshou.algorithm import NPG, PPO
@@ -24,6 +25,8 @@ from tianshou.env.mujoco import make_mujoco_env
 from tianshou.scripts.mujoco.networks import gaussian_policy, on_policy_actor_critic
 from tianshou.scripts.mujoco.ppo import build_ppo, ppo_parser
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+from tianshou.utils import TensorboardLogger
+from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -55,30 +58,44 @@ def _saved_replica(algorithm: Algorithm, envs: Any, info: Any, initial: dict) ->
     }
 
 
-def _train_ppo_replica(ranks: DataParallel, out_dir: Path) -> None:
+PPO_EPOCH_ENV_STEPS = 120
+"""Env steps of a PPO epoch, both ranks together: two collections of 30 env steps per rank."""
+
+
+def _ppo_on_rank(ranks: DataParallel) -> tuple[PPO, VectorEnvNormObs, VectorEnvNormObs]:
+    """A PPO replica (tiny networks, lr decay, return scaling) and its normalising envs, seeded
+    differently on each rank."""
     torch.manual_seed(ranks.rank)
-    args = _ppo_args("--epoch", "2", "--epoch-num-steps", "120")
+    args = _ppo_args("--epoch", "2", "--epoch-num-steps", str(PPO_EPOCH_ENV_STEPS))
     env, train_envs, test_envs = make_mujoco_env(
         TASK, 100 * ranks.rank, ENVS_PER_RANK, 1, obs_norm=True, backend="dummy"
     )
-    algorithm = build_ppo(args, env)
+    assert isinstance(train_envs, VectorEnvNormObs) and isinstance(test_envs, VectorEnvNormObs)
+    return build_ppo(args, env), train_envs, test_envs
+
+
+def _ppo_params(
+    algorithm: PPO, train_envs: VectorEnvNormObs, test_envs: VectorEnvNormObs, **kwargs: Any
+) -> OnPolicyTrainerParams:
+    return OnPolicyTrainerParams(
+        training_collector=Collector(algorithm, train_envs, VectorReplayBuffer(60, ENVS_PER_RANK)),
+        test_collector=Collector(algorithm, test_envs),
+        epoch_num_steps=PPO_EPOCH_ENV_STEPS,
+        collection_step_num_env_steps=30,
+        update_step_num_repetitions=2,
+        batch_size=16,
+        test_step_num_episodes=1,
+        show_progress=False,
+        verbose=False,
+        **kwargs,
+    )
+
+
+def _train_ppo_replica(ranks: DataParallel, out_dir: Path) -> None:
+    algorithm, train_envs, test_envs = _ppo_on_rank(ranks)
     ranks.attach(algorithm, train_envs)
     initial = copy.deepcopy(algorithm.policy.state_dict())
-    info = algorithm.run_training(
-        OnPolicyTrainerParams(
-            training_collector=Collector(
-                algorithm, train_envs, VectorReplayBuffer(60, ENVS_PER_RANK)
-            ),
-            test_collector=Collector(algorithm, test_envs),
-            max_epochs=2,
-            epoch_num_steps=120,
-            collection_step_num_env_steps=30,
-            update_step_num_repetitions=2,
-            batch_size=16,
-            test_step_num_episodes=1,
-            show_progress=False,
-        )
-    )
+    info = algorithm.run_training(_ppo_params(algorithm, train_envs, test_envs, max_epochs=2))
     torch.save(_saved_replica(algorithm, train_envs, info, initial), out_dir / f"{ranks.rank}.pt")
 
 
@@ -135,7 +152,7 @@ def _policy_changed(replica: dict) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("rank_fn", "epoch_env_steps"),
-    [(_train_ppo_replica, 120), (_train_sac_replica, 40)],
+    [(_train_ppo_replica, PPO_EPOCH_ENV_STEPS), (_train_sac_replica, 40)],
     ids=["PPO", "SAC"],
 )
 def test_two_ranks_train_bit_identical_replicas(
@@ -294,3 +311,76 @@ def test_differing_config_keys_names_each_key_with_every_ranks_value() -> None:
         "'extra': rank 0 has <missing>, rank 1 has 1",
         "'lr': rank 0 has 0.1, rank 1 has 0.2",
     ]
+
+
+def _logger_on_rank_0(ranks: DataParallel, log_dir: Path) -> BaseLogger:
+    """Rank 0's log; the other ranks (whose trainers would not write anyway) log nowhere."""
+    return TensorboardLogger(SummaryWriter(str(log_dir))) if ranks.is_reporting else LazyLogger()
+
+
+def _train_ppo_one_epoch_with_checkpoint(ranks: DataParallel, out_dir: Path) -> None:
+    algorithm, train_envs, test_envs = _ppo_on_rank(ranks)
+    ranks.attach(algorithm, train_envs)
+
+    def save_checkpoint(epoch: int, env_step: int, update_step: int) -> str:
+        path = out_dir / "checkpoint.pt"
+        torch.save({"algorithm": algorithm.state_dict(), "obs_rms": train_envs.obs_rms}, path)
+        return str(path)
+
+    params = _ppo_params(
+        algorithm,
+        train_envs,
+        test_envs,
+        max_epochs=1,
+        logger=_logger_on_rank_0(ranks, out_dir / "log"),
+        save_checkpoint_fn=save_checkpoint,
+    )
+    algorithm.run_training(params)
+
+
+def _resume_ppo_from_rank_0s_checkpoint(ranks: DataParallel, out_dir: Path) -> None:
+    algorithm, train_envs, test_envs = _ppo_on_rank(ranks)
+    if ranks.is_reporting:  # the other ranks never read the checkpoint
+        checkpoint = torch.load(out_dir / "checkpoint.pt", weights_only=False)
+        algorithm.load_state_dict(checkpoint["algorithm"])
+        train_envs.set_obs_rms(checkpoint["obs_rms"])
+        test_envs.set_obs_rms(checkpoint["obs_rms"])
+    ranks.attach(algorithm, train_envs)
+    attached = copy.deepcopy(algorithm.state_dict())
+    obs_rms = train_envs.obs_rms
+    assert isinstance(obs_rms, RunningMeanStd)
+    attached_obs_rms = (obs_rms.mean, obs_rms.var, obs_rms.count)
+    params = _ppo_params(
+        algorithm,
+        train_envs,
+        test_envs,
+        max_epochs=2,
+        logger=_logger_on_rank_0(ranks, out_dir / "log"),
+        resume_from_log=True,
+    )
+    info = algorithm.run_training(params)
+    replica = _saved_replica(algorithm, train_envs, info, {})
+    replica |= {"attached": attached, "attached_obs_rms": attached_obs_rms}
+    torch.save(replica, out_dir / f"resumed{ranks.rank}.pt")
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_rank_0_resumes_every_rank_with_its_state_and_counters(
+    tmp_path: Path,
+) -> None:
+    run_ranks(_train_ppo_one_epoch_with_checkpoint, 2, tmp_path)
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    run_ranks(_resume_ppo_from_rank_0s_checkpoint, 2, tmp_path)
+    rank0, rank1 = (torch.load(tmp_path / f"resumed{r}.pt", weights_only=False) for r in (0, 1))
+    saved_rms = checkpoint["obs_rms"]
+    for replica in (rank0, rank1):
+        # weights, optimizer and scheduler states, return statistics: the checkpoint's
+        _assert_bit_identical(replica["attached"], checkpoint["algorithm"], "attached state")
+        _assert_bit_identical(
+            replica["attached_obs_rms"], (saved_rms.mean, saved_rms.var, saved_rms.count)
+        )
+        # the counters continue from the checkpoint's epoch: one more epoch of env steps
+        assert replica["train_step"] == 2 * PPO_EPOCH_ENV_STEPS
+        assert replica["update_step"] == 2 * PPO_EPOCH_ENV_STEPS // (2 * 30)
+    _assert_bit_identical(rank0["state"], rank1["state"], "state")
+    _assert_bit_identical(rank0["obs_rms"], rank1["obs_rms"], "obs_rms")

@@ -48,8 +48,10 @@ def test_folding_every_ranks_contribution_gives_the_statistics_of_all_data() -> 
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_written_statistics_keep_the_float_type_of_the_mean(dtype: type) -> None:
-    stats = _stats_of(np.arange(6, dtype=dtype).reshape(3, 2))
-    Moments.of(stats).merged(Moments.of(stats)).write_to(stats)
-    assert np.asarray(stats.mean).dtype == dtype
-    assert stats.count == 6
+def test_written_statistics_keep_the_float_type_of_the_data(dtype: type) -> None:
+    source = _stats_of(np.arange(6, dtype=dtype).reshape(3, 2))
+    fresh = RunningMeanStd()  # a python float mean until it sees data
+    Moments.of(fresh).merged(Moments.of(source)).write_to(fresh)
+    assert np.asarray(fresh.mean).dtype == dtype
+    assert np.asarray(fresh.var).dtype == dtype
+    assert fresh.count == 3

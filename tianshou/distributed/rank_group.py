@@ -5,7 +5,9 @@ method is the identity) or one rank of a data-parallel job (:class:`DataParallel
 each with its own envs, collector, buffer and replica of the algorithm, whose replicas stay
 equal because
 
-* the weights and running statistics start as rank 0's (:meth:`DataParallel.attach`),
+* the whole algorithm state (weights, optimizer states, running statistics, counters) and the
+  observation statistics start as rank 0's (:meth:`DataParallel.attach`), also when resuming
+  from a checkpoint only rank 0 loaded,
 * every optimizer step first averages the gradients over the ranks (:func:`average_gradients`,
   called by ``Algorithm.Optimizer`` before gradient clipping, so the norm clipped is the mean
   gradient's), and learning-rate schedulers step once per update on every rank,
@@ -17,7 +19,8 @@ equal because
 Only rank 0 reports (:attr:`RankGroup.is_reporting`): it logs, tests and saves checkpoints.
 """
 
-from collections.abc import Iterator, Mapping, Sequence
+import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -171,6 +174,10 @@ class DataParallel:
         """Make this rank's ``algorithm`` (and the observation statistics of ``training_envs``,
         if they normalise observations) rank 0's, and keep them equal from now on.
 
+        All of the algorithm's state is rank 0's afterwards: weights, target networks,
+        optimizer and learning-rate scheduler states, running statistics and update counters,
+        so a run resumes from a checkpoint that only rank 0 loaded.
+
         :raises NotImplementedError: for NPG and TRPO, whose natural-gradient step (conjugate
             gradients on a Fisher-vector product, a line search) is not a gradient that
             averaging would keep exact.
@@ -185,9 +192,7 @@ class DataParallel:
             )
         self._algorithm = algorithm
         self._training_envs = training_envs
-        with torch.no_grad():
-            for tensor in _module_tensors(algorithm):
-                _broadcast_tensor(tensor, self.device)
+        self._load_reporters_state(algorithm)
         for stats in self._running_stats():
             rank0 = self.decision_of_reporter(Moments.of(stats))
             rank0.write_to(stats)
@@ -252,6 +257,20 @@ class DataParallel:
             offset += g.numel()
 
     # ------------------------------------------------------------------ helpers
+    def _load_reporters_state(self, algorithm: "Algorithm") -> None:
+        """Load rank 0's ``algorithm.state_dict()`` on the other ranks (sent serialised, and
+        loaded onto this rank's device)."""
+        payload = None
+        if self.is_reporting:
+            serialised = io.BytesIO()
+            torch.save(algorithm.state_dict(), serialised)
+            payload = serialised.getvalue()
+        payload = self.decision_of_reporter(payload)
+        if not self.is_reporting:
+            assert payload is not None
+            state = torch.load(io.BytesIO(payload), map_location=self.device, weights_only=False)
+            algorithm.load_state_dict(state)
+
     def _all_gather(self, local: torch.Tensor) -> torch.Tensor:
         """``local`` of every rank, stacked by rank (on the CPU)."""
         on_device = local.to(self.device)
@@ -276,7 +295,7 @@ class DataParallel:
         return found
 
 
-_EMPTY = Moments(0, np.zeros(()), np.zeros(()))
+_EMPTY = Moments(0, np.zeros(()), np.zeros(()), np.dtype(np.float64))
 
 _current: RankGroup = SINGLE_PROCESS
 
@@ -311,23 +330,6 @@ def differing_config_keys(configs: Sequence[Mapping[str, str]]) -> list[str]:
             by_rank = ", ".join(f"rank {r} has {value}" for r, value in enumerate(values))
             problems.append(f"{key!r}: {by_rank}")
     return problems
-
-
-def _module_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
-    """The parameters and buffers of ``module``, each once, in a fixed order."""
-    seen: set[int] = set()
-    for tensor in [*module.parameters(), *module.buffers()]:
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            yield tensor
-
-
-def _broadcast_tensor(tensor: torch.Tensor, device: torch.device) -> None:
-    """Overwrite ``tensor`` with rank 0's (through ``device``, which the backend needs)."""
-    on_device = tensor.data.to(device)
-    dist.broadcast(on_device, src=0)
-    if on_device is not tensor.data:
-        tensor.data.copy_(on_device)
 
 
 def _running_stats_of(algorithm: nn.Module) -> list[RunningMeanStd]:

@@ -40,7 +40,7 @@ from tianshou.scripts.persistence import (
 from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.cli import logger_from_args, torch_threads_from_args
-from tianshou.utils.logger.logger_base import BaseLogger
+from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 
 TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
 
@@ -156,11 +156,12 @@ def _run(
         test_envs.close()
 
 
-def _reporting_logger(args: argparse.Namespace, log_path: str) -> BaseLogger | None:
-    """The logger of ``args``, on the rank that reports (the others would only write files
-    that their trainer never fills)."""
+def _reporting_logger(args: argparse.Namespace, log_path: str) -> BaseLogger:
+    """The logger of ``args`` on the rank that reports; a :class:`LazyLogger` on the others,
+    which would only write files that their trainer never fills (they resume the counters
+    from rank 0's log)."""
     if not current_rank_group().is_reporting:
-        return None
+        return LazyLogger()
     return logger_from_args(args, log_path, os.path.relpath(log_path, args.persistence_base_dir))
 
 
