@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -30,6 +31,8 @@ from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import policy_within_training_step
 
+from examples.mujoco.mujoco_reinforce import build_reinforce
+from examples.mujoco.mujoco_reinforce import get_args as reinforce_args
 from examples.mujoco.mujoco_sac import build_sac
 from examples.mujoco.mujoco_sac import get_args as sac_args
 
@@ -62,20 +65,36 @@ PPO_EPOCH_ENV_STEPS = 120
 """Env steps of a PPO epoch, both ranks together: two collections of 30 env steps per rank."""
 
 
-def _ppo_on_rank(ranks: DataParallel) -> tuple[PPO, VectorEnvNormObs, VectorEnvNormObs]:
-    """A PPO replica (tiny networks, lr decay, return scaling) and its normalising envs, seeded
-    differently on each rank."""
+ON_POLICY_OPTIONS = (
+    *("--task", TASK, "--hidden-sizes", "8", "--device", "cpu", "--epoch", "2"),
+    *("--epoch-num-steps", str(PPO_EPOCH_ENV_STEPS)),
+)
+"""The tiny on-policy scripts' options (with lr decay over the run, return scaling)."""
+
+
+def _normalising_envs(
+    ranks: DataParallel,
+) -> tuple[gym.Env, VectorEnvNormObs, VectorEnvNormObs]:
+    """The env, and training and test envs normalising observations, seeded by rank."""
     torch.manual_seed(ranks.rank)
-    args = _ppo_args("--epoch", "2", "--epoch-num-steps", str(PPO_EPOCH_ENV_STEPS))
     env, train_envs, test_envs = make_mujoco_env(
         TASK, 100 * ranks.rank, ENVS_PER_RANK, 1, obs_norm=True, backend="dummy"
     )
     assert isinstance(train_envs, VectorEnvNormObs) and isinstance(test_envs, VectorEnvNormObs)
-    return build_ppo(args, env), train_envs, test_envs
+    return env, train_envs, test_envs
 
 
-def _ppo_params(
-    algorithm: PPO, train_envs: VectorEnvNormObs, test_envs: VectorEnvNormObs, **kwargs: Any
+def _ppo_on_rank(ranks: DataParallel) -> tuple[PPO, VectorEnvNormObs, VectorEnvNormObs]:
+    """A PPO replica and its normalising envs."""
+    env, train_envs, test_envs = _normalising_envs(ranks)
+    return build_ppo(ppo_parser(None).parse_args(ON_POLICY_OPTIONS), env), train_envs, test_envs
+
+
+def _on_policy_params(
+    algorithm: Algorithm,
+    train_envs: VectorEnvNormObs,
+    test_envs: VectorEnvNormObs,
+    **kwargs: Any,
 ) -> OnPolicyTrainerParams:
     return OnPolicyTrainerParams(
         training_collector=Collector(algorithm, train_envs, VectorReplayBuffer(60, ENVS_PER_RANK)),
@@ -95,8 +114,21 @@ def _train_ppo_replica(ranks: DataParallel, out_dir: Path) -> None:
     algorithm, train_envs, test_envs = _ppo_on_rank(ranks)
     ranks.attach(algorithm, train_envs)
     initial = copy.deepcopy(algorithm.policy.state_dict())
-    info = algorithm.run_training(_ppo_params(algorithm, train_envs, test_envs, max_epochs=2))
+    info = algorithm.run_training(_on_policy_params(algorithm, train_envs, test_envs, max_epochs=2))
     torch.save(_saved_replica(algorithm, train_envs, info, initial), out_dir / f"{ranks.rank}.pt")
+
+
+def _train_reinforce_replica(ranks: DataParallel, out_dir: Path) -> None:
+    """REINFORCE with standardised returns, whose statistics live in a helper object."""
+    env, train_envs, test_envs = _normalising_envs(ranks)
+    reinforce = build_reinforce(reinforce_args(ON_POLICY_OPTIONS), env)
+    ranks.attach(reinforce, train_envs)
+    initial = copy.deepcopy(reinforce.policy.state_dict())
+    info = reinforce.run_training(_on_policy_params(reinforce, train_envs, test_envs, max_epochs=2))
+    replica = _saved_replica(reinforce, train_envs, info, initial)
+    ret_rms = reinforce.discounted_return_computation.ret_rms
+    replica["ret_rms"] = (ret_rms.mean, ret_rms.var, ret_rms.count)
+    torch.save(replica, out_dir / f"{ranks.rank}.pt")
 
 
 def _train_sac_replica(ranks: DataParallel, out_dir: Path) -> None:
@@ -152,8 +184,12 @@ def _policy_changed(replica: dict) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("rank_fn", "epoch_env_steps"),
-    [(_train_ppo_replica, PPO_EPOCH_ENV_STEPS), (_train_sac_replica, 40)],
-    ids=["PPO", "SAC"],
+    [
+        (_train_ppo_replica, PPO_EPOCH_ENV_STEPS),
+        (_train_reinforce_replica, PPO_EPOCH_ENV_STEPS),
+        (_train_sac_replica, 40),
+    ],
+    ids=["PPO", "REINFORCE", "SAC"],
 )
 def test_two_ranks_train_bit_identical_replicas(
     rank_fn: Any, epoch_env_steps: int, tmp_path: Path
@@ -162,6 +198,7 @@ def test_two_ranks_train_bit_identical_replicas(
     rank0, rank1 = (torch.load(tmp_path / f"{r}.pt", weights_only=False) for r in range(2))
     _assert_bit_identical(rank0["state"], rank1["state"], "state")
     _assert_bit_identical(rank0["obs_rms"], rank1["obs_rms"], "obs_rms")
+    _assert_bit_identical(rank0.get("ret_rms"), rank1.get("ret_rms"), "ret_rms")
     assert _policy_changed(rank0), "training left the policy unchanged"
     # an epoch's env steps are those of both ranks, so two epochs end after 2 * epoch_env_steps
     assert rank0["train_step"] == rank1["train_step"] == 2 * epoch_env_steps
@@ -327,7 +364,7 @@ def _train_ppo_one_epoch_with_checkpoint(ranks: DataParallel, out_dir: Path) -> 
         torch.save({"algorithm": algorithm.state_dict(), "obs_rms": train_envs.obs_rms}, path)
         return str(path)
 
-    params = _ppo_params(
+    params = _on_policy_params(
         algorithm,
         train_envs,
         test_envs,
@@ -350,7 +387,7 @@ def _resume_ppo_from_rank_0s_checkpoint(ranks: DataParallel, out_dir: Path) -> N
     obs_rms = train_envs.obs_rms
     assert isinstance(obs_rms, RunningMeanStd)
     attached_obs_rms = (obs_rms.mean, obs_rms.var, obs_rms.count)
-    params = _ppo_params(
+    params = _on_policy_params(
         algorithm,
         train_envs,
         test_envs,

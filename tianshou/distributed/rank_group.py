@@ -12,7 +12,8 @@ equal because
   called by ``Algorithm.Optimizer`` before gradient clipping, so the norm clipped is the mean
   gradient's), and learning-rate schedulers step once per update on every rank,
 * running statistics that shape learning (observation normalisation, return scaling) are merged
-  before every update (:meth:`RankGroup.merge_running_stats`),
+  at the end of every training step (:meth:`RankGroup.merge_running_stats`), so every update
+  starts from, and every checkpoint holds, the same statistics on every rank,
 * the trainers agree on every decision a rank could take alone: env steps and episodes are
   summed over the ranks (so epochs end together), a stop is decided once for all.
 

@@ -518,10 +518,9 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
             )
             self._env_episode += totals.episodes
             should_stop = totals.any_wants_test and self._test_in_training()
-            training_stats = None
-            if not should_stop:
-                self._ranks.merge_running_stats()
-                training_stats = self._update_step(collect_stats)
+            training_stats = None if should_stop else self._update_step(collect_stats)
+            # what the ranks' collections and updates added to running statistics
+            self._ranks.merge_running_stats()
         # the step's env steps count from here on: a test in training logs at the step before
         self._env_step += totals.env_steps
         return _TrainingStepResult(
