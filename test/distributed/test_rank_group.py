@@ -15,19 +15,21 @@ import torch.multiprocessing as mp
 from torch.utils.tensorboard import SummaryWriter
 
 from test.distributed.ranks import free_port, run_ranks, start_ranks
-from tianshou.algorithm import NPG, PPO
+from tianshou.algorithm import DQN, NPG, PPO
 from tianshou.algorithm.algorithm_base import Algorithm
+from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory, TorchOptimizerFactory
 from tianshou.data import Batch, Collector, ReplayBuffer, VectorReplayBuffer
 from tianshou.distributed import SINGLE_PROCESS, DataParallel, data_parallel
 from tianshou.distributed.rank_group import differing_config_keys
-from tianshou.env import VectorEnvNormObs
+from tianshou.env import DummyVectorEnv, VectorEnvNormObs
 from tianshou.env.mujoco import make_mujoco_env
 from tianshou.scripts.mujoco.networks import gaussian_policy, on_policy_actor_critic
 from tianshou.scripts.mujoco.ppo import build_ppo, ppo_parser
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils import TensorboardLogger
 from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
+from tianshou.utils.net.common import Net
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -131,13 +133,11 @@ def _train_reinforce_replica(ranks: DataParallel, out_dir: Path) -> None:
     torch.save(replica, out_dir / f"{ranks.rank}.pt")
 
 
-def _train_sac_replica(ranks: DataParallel, out_dir: Path) -> None:
-    torch.manual_seed(ranks.rank)
-    args = sac_args(["--task", TASK, "--hidden-sizes", "8", "--device", "cpu", "--auto-alpha"])
-    env, train_envs, _ = make_mujoco_env(
-        TASK, 100 * ranks.rank, ENVS_PER_RANK, 1, obs_norm=False, backend="dummy"
-    )
-    algorithm = build_sac(args, env)
+def _train_off_policy_replica(
+    ranks: DataParallel, algorithm: Algorithm, train_envs: Any, out_dir: Path
+) -> None:
+    """Attach ``algorithm``, warm up with random steps, train two epochs of 40 env steps (both
+    ranks together) and save the replica."""
     ranks.attach(algorithm, train_envs)
     initial = copy.deepcopy(algorithm.policy.state_dict())
     collector = Collector(
@@ -157,6 +157,35 @@ def _train_sac_replica(ranks: DataParallel, out_dir: Path) -> None:
         )
     )
     torch.save(_saved_replica(algorithm, train_envs, info, initial), out_dir / f"{ranks.rank}.pt")
+
+
+def _train_sac_replica(ranks: DataParallel, out_dir: Path) -> None:
+    """SAC with a learned entropy coefficient (whose optimizer AutoAlpha steps itself)."""
+    torch.manual_seed(ranks.rank)
+    args = sac_args(["--task", TASK, "--hidden-sizes", "8", "--device", "cpu", "--auto-alpha"])
+    env, train_envs, _ = make_mujoco_env(
+        TASK, 100 * ranks.rank, ENVS_PER_RANK, 1, obs_norm=False, backend="dummy"
+    )
+    _train_off_policy_replica(ranks, build_sac(args, env), train_envs, out_dir)
+
+
+def _train_dqn_replica(ranks: DataParallel, out_dir: Path) -> None:
+    """DQN with n-step returns and a target network copied every 3 updates."""
+    torch.manual_seed(ranks.rank)
+    train_envs = DummyVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(ENVS_PER_RANK)])
+    train_envs.seed(100 * ranks.rank)
+    policy = DiscreteQLearningPolicy(
+        model=Net(state_shape=4, action_shape=2, hidden_sizes=[8]),
+        action_space=gym.spaces.Discrete(2),
+        eps_training=0.1,
+    )
+    dqn = DQN(
+        policy=policy,
+        optim=AdamOptimizerFactory(lr=1e-3),
+        n_step_return_horizon=2,
+        target_update_freq=3,
+    )
+    _train_off_policy_replica(ranks, dqn, train_envs, out_dir)
 
 
 def _assert_bit_identical(first: Any, second: Any, where: str = "") -> None:
@@ -188,8 +217,9 @@ def _policy_changed(replica: dict) -> bool:
         (_train_ppo_replica, PPO_EPOCH_ENV_STEPS),
         (_train_reinforce_replica, PPO_EPOCH_ENV_STEPS),
         (_train_sac_replica, 40),
+        (_train_dqn_replica, 40),
     ],
-    ids=["PPO", "REINFORCE", "SAC"],
+    ids=["PPO", "REINFORCE", "SAC", "DQN"],
 )
 def test_two_ranks_train_bit_identical_replicas(
     rank_fn: Any, epoch_env_steps: int, tmp_path: Path
