@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmark.train_offline
 	$(BIN)/python -m benchmark.threads
 	$(BIN)/python -m benchmark.busy_machine
+	$(BIN)/python -m benchmark.data_parallel
 
 # Stable-Baselines3 next to ours (PPO on Hopper-v5: the update and 100k steps end to end). SB3
 # lives in its own venv, installed through constraints.txt so that torch stays the CPU wheel.

@@ -13,6 +13,8 @@ import pytest
 import torch
 from torch import nn
 
+from test.distributed.ranks import run_ranks
+from tianshou.distributed import DataParallel
 from tianshou.evaluation.launcher import JoblibExpLauncher, RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig, OnPolicyTrainingConfig
 from tianshou.highlevel.env import EnvFactoryRegistered, VectorEnvType
@@ -100,8 +102,8 @@ def algorithm_of(world: World) -> Any:
     return world.algorithm
 
 
-def assert_same_state(module: nn.Module, saved: dict) -> None:
-    state = module.state_dict()
+def assert_same_state(module: nn.Module | dict, saved: dict) -> None:
+    state = module if isinstance(module, dict) else module.state_dict()
     tensors = [key for key, value in saved.items() if isinstance(value, torch.Tensor)]
     assert tensors
     for key in tensors:
@@ -458,3 +460,31 @@ def test_a_training_config_pickled_without_torch_threads_loads_with_the_default(
     restored.__setstate__(state)
     assert restored.torch_threads == 1
     assert pickle.loads(pickle.dumps(config)) == config
+
+
+def _run_ppo_experiment_as_rank(ranks: DataParallel, tmp_path: Path) -> None:
+    config = experiment_config(
+        tmp_path, data_parallel=True, data_parallel_timeout_s=20.0, watch=False
+    )
+    builder = make_builder(PPOExperimentBuilder, "CartPole-v1", config)
+    result = builder.with_name("data_parallel").build().run()
+    assert result.trainer_result is not None
+    replica = {
+        "state": result.world.algorithm.state_dict(),
+        "train_step": result.trainer_result.train_step,
+    }
+    torch.save(replica, tmp_path / f"rank{ranks.rank}.pt")
+
+
+@pytest.mark.slow
+def test_a_data_parallel_experiment_trains_equal_replicas_and_rank_0_persists(
+    tmp_path: Path,
+) -> None:
+    run_ranks(_run_ppo_experiment_as_rank, 2, tmp_path)
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(2))
+    assert_same_state(rank1["state"], rank0["state"])
+    # one epoch of EPOCH_NUM_STEPS env steps, collected by both ranks 30 + 30 at a time
+    assert rank0["train_step"] == rank1["train_step"] == EPOCH_NUM_STEPS
+    run_dir = tmp_path / "data_parallel"
+    assert (run_dir / "experiment.pkl").is_file()
+    assert len([n for n in os.listdir(run_dir) if n.startswith("events.out.tfevents")]) == 1

@@ -53,6 +53,7 @@ from tianshou.algorithm.optim import OptimizerFactory, ParamSource, collect_para
 from tianshou.data.batch import Batch
 from tianshou.data.buffer.buffer_base import ReplayBuffer
 from tianshou.data.buffer.prio import PrioritizedReplayBuffer
+from tianshou.distributed.rank_group import average_gradients
 from tianshou.utils.determinism import TraceLogger, torch_param_hash
 
 if TYPE_CHECKING:
@@ -166,7 +167,9 @@ class Algorithm(nn.Module, Generic[TPolicy, TTrainerParams], ABC):
             self._clip_and_step()
 
         def _clip_and_step(self) -> None:
-            """Clip the gradients already computed (with ``max_grad_norm``) and step."""
+            """Average the gradients already computed over the ranks of a data-parallel run,
+            clip them (with ``max_grad_norm``) and step."""
+            average_gradients(self._optim)
             if self._max_grad_norm is not None:
                 clip_grad_norm(self._params, self._max_grad_norm)
             self._optim.step()

@@ -9,13 +9,20 @@ import os
 import pickle
 import random
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
 from tianshou.data import Collector, InfoStats
+from tianshou.distributed import (
+    DEFAULT_TIMEOUT_S,
+    SINGLE_PROCESS,
+    RankGroup,
+    current_rank_group,
+    data_parallel,
+)
 from tianshou.evaluation.launcher import ExpLauncher, RegisteredExpLauncher, resolve_launcher
 from tianshou.highlevel.algorithm import AlgorithmFactory
 from tianshou.highlevel.config import (
@@ -68,6 +75,10 @@ class ExperimentConfig:
     :param log_file_enabled: copy the log records emitted during a run to ``experiment.log``
         in the run directory (records the logging configuration lets through).
     :param policy_persistence_mode: what is saved of the policy.
+    :param data_parallel: train as one rank of a data-parallel job that torchrun started (see
+        :mod:`tianshou.distributed`): each rank trains a replica on its own envs, with
+        gradients averaged at every step; only rank 0 persists, logs, tests and watches.
+    :param data_parallel_timeout_s: how long a rank waits for the others before the job fails.
     """
 
     seed: int = 42
@@ -81,6 +92,8 @@ class ExperimentConfig:
     persistence_enabled: bool = True
     log_file_enabled: bool = True
     policy_persistence_mode: PolicyPersistence.Mode = PolicyPersistence.Mode.POLICY
+    data_parallel: bool = False
+    data_parallel_timeout_s: float = DEFAULT_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.watch_num_episodes < 1:
@@ -209,8 +222,7 @@ class Experiment(ToStringMixin):
             )
         os.makedirs(directory, exist_ok=True)
 
-    def _set_seed(self) -> None:
-        seed = self.config.seed
+    def _set_seed(self, seed: int) -> None:
         log.info(f"Setting random seed {seed}")
         random.seed(seed)
         np.random.seed(seed)
@@ -244,13 +256,16 @@ class Experiment(ToStringMixin):
         logger_run_id: str | None,
         reset_collectors: bool = True,
     ) -> World:
-        self._set_seed()
         training = self.training_config
+        # the ranks of a data-parallel run explore with their own random streams and env seeds
+        ranks = current_rank_group()
+        seed = self.config.seed + ranks.rank * training.num_training_envs
+        self._set_seed(seed)
         envs = self.env_factory.create_envs(
             training.num_training_envs,
             training.num_test_envs,
-            create_watch_env=self.config.watch,
-            seed=self.config.seed,
+            create_watch_env=self.config.watch and ranks.is_reporting,
+            seed=seed,
         )
         log.info(f"Created {envs}")
         algorithm = self.algorithm_factory.create_algorithm(envs, self.config.device)
@@ -277,10 +292,11 @@ class Experiment(ToStringMixin):
         if self.config.policy_restore_directory is not None:
             policy_persistence.restore(algorithm, world, self.config.device)
         world.trainer = self.algorithm_factory.create_trainer(world, policy_persistence)
+        ranks.attach(algorithm, training_collector.env if training_collector else None)
         return world
 
     def _create_logger(self, name: str, directory: str, run_id: str | None) -> TLogger:
-        if not self.config.persistence_enabled:
+        if not (self.config.persistence_enabled and current_rank_group().is_reporting):
             return LazyLogger()
         config_dict = {
             "experiment_config": asdict(self.config),
@@ -327,15 +343,37 @@ class Experiment(ToStringMixin):
         """
         name = self.name if run_name is None else os.path.join(self.name, run_name)
         directory = self._persistence_dir(name)
-        self._prepare_persistence_dir(directory, raise_error_on_dirname_collision)
+        with self._rank_group() as ranks:
+            ranks.check_same_config(
+                {**asdict(self.config), **asdict(self.training_config), "name": self.name}
+            )
+            return self._run(name, directory, logger_run_id, raise_error_on_dirname_collision)
+
+    def _rank_group(self) -> AbstractContextManager[RankGroup]:
+        """With ``config.data_parallel``, this process's rank of the torchrun job."""
+        if not self.config.data_parallel:
+            return nullcontext(SINGLE_PROCESS)
+        return data_parallel(self.config.device, timeout_s=self.config.data_parallel_timeout_s)
+
+    def _run(
+        self,
+        name: str,
+        directory: str,
+        logger_run_id: str | None,
+        raise_error_on_dirname_collision: bool,
+    ) -> ExperimentResult:
+        reporting = current_rank_group().is_reporting
+        if reporting:
+            self._prepare_persistence_dir(directory, raise_error_on_dirname_collision)
         threads = self.training_config.torch_threads
-        with self._log_file(directory), torch_threads(threads) as chosen:
+        log_file = self._log_file(directory) if reporting else nullcontext()
+        with log_file, torch_threads(threads) as chosen:
             log.info(f"Running experiment {name!r}:\n{self}")
             log.info(
                 f"torch: {chosen} intra-op thread{'s' if chosen != 1 else ''} "
                 f"({'torch default' if threads is None else 'training_config.torch_threads'})"
             )
-            if self.config.persistence_enabled:
+            if self.config.persistence_enabled and reporting:
                 self.save(directory)
             world = self._create_world(name, directory, logger_run_id)
             assert world.trainer is not None
@@ -344,7 +382,7 @@ class Experiment(ToStringMixin):
                 log.info("Training")
                 trainer_result = world.trainer.run()
                 log.info(f"Training result:\n{trainer_result}")
-            if self.config.watch:
+            if self.config.watch and reporting:
                 self._watch_agent(world)
         return ExperimentResult(world=world, trainer_result=trainer_result)
 

@@ -6,6 +6,7 @@ PPO, A2C, NPG, TRPO and REINFORCE scripts, and recurrent PPO).
 import argparse
 
 from tianshou.algorithm.optim import LRSchedulerFactoryLinear, OptimizerFactory
+from tianshou.distributed import current_rank_group
 
 
 def add_lr_decay_option(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +27,10 @@ def with_lr_decay(
     """``optim`` with a learning rate decaying linearly to 0 over the run if ``args.lr_decay``.
 
     :param args: holds ``lr_decay``, ``epoch`` and ``epoch_num_steps``.
-    :param collection_step_num_env_steps: the env steps of one collect-and-update step;
-        ``args.collection_step_num_env_steps`` by default.
+    :param collection_step_num_env_steps: the env steps of one collect-and-update step of one
+        process; ``args.collection_step_num_env_steps`` by default. In a data-parallel run an
+        epoch's env steps are those of all ranks, so each update stands for ``world_size``
+        collections.
     """
     if not args.lr_decay:
         return optim
@@ -37,6 +40,7 @@ def with_lr_decay(
         LRSchedulerFactoryLinear(
             max_epochs=args.epoch,
             epoch_num_steps=args.epoch_num_steps,
-            collection_step_num_env_steps=collection_step_num_env_steps,
+            collection_step_num_env_steps=collection_step_num_env_steps
+            * current_rank_group().world_size,
         )
     )

@@ -19,8 +19,9 @@ class OfflineTrainer(Trainer[TOfflineAlgorithm, OfflineTrainerParams]):
 
     An epoch is ``epoch_num_steps`` update steps, each one ``algorithm.update`` on a mini-batch
     of ``batch_size`` sampled transitions. The env-step counter advances by ``batch_size`` per
-    update (the transitions consumed), which is the step loggers see. The buffer is passed
-    through ``algorithm.process_buffer`` once, when the trainer is created (e.g. to add returns).
+    update (the transitions consumed, by all ranks of a data-parallel run), which is the step
+    loggers see. The buffer is passed through ``algorithm.process_buffer`` once, when the
+    trainer is created (e.g. to add returns).
 
     Example::
 
@@ -39,6 +40,6 @@ class OfflineTrainer(Trainer[TOfflineAlgorithm, OfflineTrainerParams]):
     def _training_step(self) -> _TrainingStepResult:
         with policy_within_training_step(self.algorithm.policy):
             stats = self.algorithm.update(sample_size=self.params.batch_size, buffer=self._buffer)
-        self._env_step += self.params.batch_size
+        self._env_step += self.params.batch_size * self._ranks.world_size
         self._record_update(stats)
         return _TrainingStepResult(steps_in_epoch=1, collect_stats=None, training_stats=stats)

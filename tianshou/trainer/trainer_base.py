@@ -24,6 +24,7 @@ from tianshou import config as tianshou_config
 from tianshou.data import CollectStats, CollectStatsBase, SequenceSummaryStats
 from tianshou.data.buffer.buffer_base import MalformedBufferError, ReplayBuffer
 from tianshou.data.stats import EpochStats, InfoStats, TimingStats
+from tianshou.distributed.rank_group import current_rank_group
 from tianshou.trainer.params import OnlineTrainerParams, TrainerParams
 from tianshou.utils.determinism import TraceLogger, torch_param_hash
 from tianshou.utils.host_memory import retain_freed_host_memory
@@ -103,6 +104,11 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
     Use :meth:`run` for a whole run, or :meth:`reset` followed by :meth:`execute_epoch` calls
     (or iterate over the trainer, which yields each epoch's ``EpochStats``) to drive it yourself.
 
+    In a data-parallel run (:mod:`tianshou.distributed`), every rank runs a trainer: env steps
+    and episodes count the total over the ranks (so epochs end on all ranks together), stop
+    decisions are agreed, and only rank 0 logs, tests, shows progress and saves; the other ranks'
+    loggers are replaced by a :class:`LazyLogger`.
+
     :param algorithm: the algorithm to train; its ``policy`` is what collectors run.
     :param params: the run's settings.
     """
@@ -110,7 +116,13 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
     def __init__(self, algorithm: TAlgorithm, params: TTrainerParams) -> None:
         self.algorithm = algorithm
         self.params = params
-        self._logger: BaseLogger = params.logger if params.logger is not None else LazyLogger()
+        self._ranks = current_rank_group()
+        reporting = self._ranks.is_reporting
+        self._logger: BaseLogger = (
+            params.logger if params.logger is not None and reporting else LazyLogger()
+        )
+        self._show_progress = params.show_progress and reporting
+        self._tests = params.test_collector is not None
         self._log_update_when_due = _logs_only_when_due(self._logger, "log_update_data")
         self._log_training_when_due = _logs_only_when_due(self._logger, "log_training_data")
         # only the do-nothing logger itself may be skipped: a subclass that overrides a hook
@@ -175,7 +187,11 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         if self.params.retain_freed_host_memory:
             retain_freed_host_memory()
         self._reset_counters()
-        best_restored = self.params.resume_from_log and self._resume_from_log()
+        # the reporting rank resumes the counters (the others have no logger) and shares them
+        best_restored = (
+            self.params.resume_from_log and self._ranks.is_reporting and self._resume_from_log()
+        )
+        self._agree_on_start_counters()
         TraceLogger.log(
             log,
             lambda: (
@@ -185,10 +201,17 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
         )
         if reset_collectors:
             self._reset_collectors(reset_buffer=reset_collector_buffers)
-        if self.params.test_collector is not None:
+        if self._tests and self._ranks.is_reporting:
             self._test_step(
                 force_update_best=not best_restored, log_msg_prefix=_INITIAL_TEST_PREFIX
             )
+
+    def _agree_on_start_counters(self) -> None:
+        """Start every rank from rank 0's counters (those of the checkpoint it resumed from)."""
+        counters = (self._epoch, self._env_step, self._current_update_step)
+        agreed = self._ranks.decision_of_reporter(counters)
+        self._epoch, self._env_step, self._current_update_step = agreed
+        self._start_env_step = self._env_step
 
     def _resume_from_log(self) -> bool:
         """Restore the counters of the logger's last checkpoint and the best result logged up to
@@ -263,10 +286,10 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
                 if result.training_stats is not None:
                     training = result.training_stats
                 self._stop_fn_flag = result.should_stop
-                if self.params.show_progress and time.perf_counter() >= self._next_postfix_time:
+                if self._show_progress and time.perf_counter() >= self._next_postfix_time:
                     self._refresh_postfix(bar)
                 bar.update(result.steps_in_epoch)
-            if self.params.show_progress:
+            if self._show_progress:
                 self._refresh_postfix(bar)
         if training is not None:
             training.smoothed_loss = self._flush_loss_averages()
@@ -278,10 +301,13 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
                 self._current_update_step,
                 self.params.save_checkpoint_fn,
             )
-            if self.params.test_collector is not None:
-                test_collect = self._test_step()
-                stop_fn = self.params.stop_fn
-                self._stop_fn_flag = bool(stop_fn is not None and stop_fn(self._best_score))
+            if self._tests:
+                stop = False
+                if self._ranks.is_reporting:
+                    test_collect = self._test_step()
+                    stop_fn = self.params.stop_fn
+                    stop = bool(stop_fn is not None and stop_fn(self._best_score))
+                self._stop_fn_flag = self._ranks.decision_of_reporter(stop)
         TraceLogger.log(
             log,
             lambda: (
@@ -345,7 +371,7 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
 
     def _print(self, line: str) -> None:
         """Print without tearing an open progress bar."""
-        if self.params.show_progress:
+        if self._show_progress:
             import tqdm
 
             tqdm.tqdm.write(line)
@@ -426,7 +452,7 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
     # ------------------------------------------------------------------ display and stats
     def _progress_bar(self) -> Any:
         return progress_bar(
-            self.params.show_progress,
+            self._show_progress,
             self.params.epoch_num_steps,
             desc=f"Epoch #{self._epoch}",
             unit=self._progress_unit,
@@ -485,12 +511,20 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
     def _training_step(self) -> _TrainingStepResult:
         with policy_within_training_step(self.algorithm.policy):
             collect_stats = self._collect_training_data()
-            should_stop = self._test_in_training(collect_stats)
+            totals = self._ranks.sum_collection(
+                collect_stats.n_collected_steps,
+                collect_stats.n_collected_episodes,
+                self._training_score_would_stop(collect_stats),
+            )
+            self._env_episode += totals.episodes
+            should_stop = totals.any_wants_test and self._test_in_training()
             training_stats = None if should_stop else self._update_step(collect_stats)
+            # what the ranks' collections and updates added to running statistics
+            self._ranks.merge_running_stats()
         # the step's env steps count from here on: a test in training logs at the step before
-        self._env_step += collect_stats.n_collected_steps
+        self._env_step += totals.env_steps
         return _TrainingStepResult(
-            steps_in_epoch=collect_stats.n_collected_steps,
+            steps_in_epoch=totals.env_steps,
             collect_stats=collect_stats,
             training_stats=training_stats,
             should_stop=should_stop,
@@ -516,15 +550,13 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
             ),
         )
         if stats.n_collected_episodes > 0:
-            self._env_episode += stats.n_collected_episodes
             self._reduce_multi_agent_returns(stats)
             self._last_collect_with_episodes = stats
         return stats
 
-    def _test_in_training(self, collect_stats: CollectStats) -> bool:
-        """If the score of the training episodes satisfies ``stop_fn``, test right away
-        (outside the training step's exploration settings); True if the best score then
-        satisfies it as well."""
+    def _training_score_would_stop(self, collect_stats: CollectStats) -> bool:
+        """Whether the score of the training episodes satisfies ``stop_fn`` (with
+        ``test_in_training``), which calls for a test step right away."""
         params = self.params
         stop_fn = params.stop_fn
         if (
@@ -533,13 +565,23 @@ class OnlineTrainer(Trainer[TAlgorithm, TOnlineTrainerParams], ABC):
             or collect_stats.n_collected_episodes == 0
         ):
             return False
-        if not stop_fn(float(self._compute_score(collect_stats))):
-            return False
-        with policy_within_training_step(self.algorithm.policy, enabled=False):
-            self._test_step(
-                log_msg_prefix=f"Test step triggered by train stats (env_step={self._env_step})"
-            )
-        if stop_fn(self._best_score):
+        return bool(stop_fn(float(self._compute_score(collect_stats))))
+
+    def _test_in_training(self) -> bool:
+        """Test right away (outside the training step's exploration settings) because the
+        training episodes of some rank satisfied ``stop_fn``; True if the best score then
+        satisfies it as well (decided by the reporting rank, which tests)."""
+        params = self.params
+        stop_fn = params.stop_fn
+        assert stop_fn is not None
+        stop = False
+        if self._tests and self._ranks.is_reporting:
+            with policy_within_training_step(self.algorithm.policy, enabled=False):
+                self._test_step(
+                    log_msg_prefix=f"Test step triggered by train stats (env_step={self._env_step})"
+                )
+            stop = bool(stop_fn(self._best_score))
+        if self._ranks.decision_of_reporter(stop):
             return True
         if params.training_fn is not None:
             params.training_fn(self._epoch, self._env_step)

@@ -25,6 +25,7 @@ from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoi
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
+from tianshou.distributed.rank_group import average_gradients
 from tianshou.exploration.random import BaseNoise
 
 _TANH_EPS = float(np.finfo(np.float32).eps)
@@ -276,6 +277,7 @@ class AutoAlpha(nn.Module, Alpha):
         grad = (entropy.detach() - self._target_entropy).mean().to(self._log_alpha)
         loss = self._log_alpha.detach() * grad
         self._log_alpha.grad = grad
+        average_gradients(self._optim)
         self._optim.step()
         return loss
 

@@ -11,6 +11,7 @@ says how many updates a run has) rather than by hand.
 from abc import ABC, abstractmethod
 
 from tianshou.algorithm.optim import LRSchedulerFactory, LRSchedulerFactoryLinear
+from tianshou.distributed import current_rank_group
 from tianshou.highlevel.config import (
     OffPolicyTrainingConfig,
     OnlineTrainingConfig,
@@ -66,9 +67,10 @@ class LRSchedulerFactoryFactoryLinear(LRSchedulerFactoryFactory):
                     f"* update_step_num_gradient_steps_per_sample = {steps} * "
                     f"{config.update_step_num_gradient_steps_per_sample} rounds to 0)"
                 )
-        # every epoch's training steps repeat updates_per_training_step times: scale the epochs
+        # every epoch's training steps repeat updates_per_training_step times: scale the epochs;
+        # in a data-parallel run, an epoch's env steps are collected by all ranks together
         return LRSchedulerFactoryLinear(
             max_epochs=config.max_epochs * updates_per_training_step,
             epoch_num_steps=config.epoch_num_steps,
-            collection_step_num_env_steps=steps,
+            collection_step_num_env_steps=steps * current_rank_group().world_size,
         )

@@ -9,6 +9,7 @@ and hands it to :func:`run_experiment` with :func:`train_off_policy` or :func:`t
 import argparse
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 import gymnasium as gym
@@ -17,6 +18,13 @@ import torch
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import Collector, CollectStats, InfoStats, VectorReplayBuffer
+from tianshou.distributed import (
+    SINGLE_PROCESS,
+    RankGroup,
+    current_rank_group,
+    data_parallel,
+    rank_device,
+)
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
 from tianshou.env.mujoco import make_mujoco_env
 from tianshou.env.obs_norm_file import array_obs_rms
@@ -32,6 +40,7 @@ from tianshou.scripts.persistence import (
 from tianshou.scripts.summary import final_test_return, report_training
 from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils.cli import logger_from_args, torch_threads_from_args
+from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 
 TAlgorithm = TypeVar("TAlgorithm", bound=Algorithm)
 
@@ -69,8 +78,17 @@ def run_experiment(
     (:func:`~tianshou.evaluation.video.select_offscreen_rendering`).
     """
     select_offscreen_rendering()
-    with torch_threads_from_args(args):
-        return _run(args, algo_name, build, train, obs_norm)
+    with torch_threads_from_args(args), _rank_group(args) as ranks:
+        return _run(args, algo_name, build, train, obs_norm, ranks)
+
+
+def _rank_group(args: argparse.Namespace) -> AbstractContextManager[RankGroup]:
+    """With ``--distributed``, this process's rank of the torchrun job; else a single process."""
+    if not args.distributed:
+        return nullcontext(SINGLE_PROCESS)
+    if args.watch:
+        raise ValueError("--watch evaluates in one process: drop --distributed")
+    return data_parallel(args.device, timeout_s=args.distributed_timeout)
 
 
 def _run(
@@ -79,13 +97,20 @@ def _run(
     build: Callable[[argparse.Namespace, gym.Env], TAlgorithm],
     train: TrainFn,
     obs_norm: bool,
+    ranks: RankGroup,
 ) -> InfoStats | CollectStats:
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
+    ranks.check_same_config(vars(args))
+    if ranks.world_size > 1:
+        args = argparse.Namespace(**{**vars(args), "device": str(rank_device(args.device))})
+    # every rank explores with its own random streams; its envs continue the seeds of the
+    # previous rank's (env i of rank r gets seed + r * num_training_envs + i)
+    seed = args.seed + ranks.rank * args.num_training_envs
+    np.random.seed(seed)
+    torch.manual_seed(seed)
     window = args.watch and has_display()
     env, train_envs, test_envs = make_mujoco_env(
         args.task,
-        args.seed,
+        seed,
         args.num_training_envs,
         args.num_test_envs,
         obs_norm=obs_norm,
@@ -97,6 +122,7 @@ def _run(
     if args.resume_path:
         load_algorithm(algorithm, args.resume_path, args.device, [train_envs, test_envs])
         print(f"loaded {args.resume_path}")
+    ranks.attach(algorithm, train_envs)
     test_collector = Collector[CollectStats](algorithm, test_envs)
     try:
         if args.watch:
@@ -113,6 +139,8 @@ def _run(
             print(f"mean return {stats.returns.mean():.1f} over {len(stats.returns)} episodes")
             return stats
         result = train(algorithm, train_envs, test_collector, log_path, args)
+        if not ranks.is_reporting:
+            return result
         report_training(
             task=args.task,
             algorithm=algo_name,
@@ -126,6 +154,15 @@ def _run(
     finally:
         train_envs.close()
         test_envs.close()
+
+
+def _reporting_logger(args: argparse.Namespace, log_path: str) -> BaseLogger:
+    """The logger of ``args`` on the rank that reports; a :class:`LazyLogger` on the others,
+    which would only write files that their trainer never fills (they resume the counters
+    from rank 0's log)."""
+    if not current_rank_group().is_reporting:
+        return LazyLogger()
+    return logger_from_args(args, log_path, os.path.relpath(log_path, args.persistence_base_dir))
 
 
 def train_off_policy(
@@ -172,9 +209,7 @@ def train_off_policy(
             update_step_num_gradient_steps_per_sample=args.update_step_num_gradient_steps_per_sample,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
             save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args, buffer),
-            logger=logger_from_args(
-                args, log_path, os.path.relpath(log_path, args.persistence_base_dir)
-            ),
+            logger=_reporting_logger(args, log_path),
             resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
         )
@@ -207,9 +242,7 @@ def train_on_policy(
             batch_size=args.batch_size,
             save_best_fn=lambda alg: save_algorithm(alg, train_envs, log_path),
             save_checkpoint_fn=checkpoint_saver(algorithm, train_envs, log_path, args),
-            logger=logger_from_args(
-                args, log_path, os.path.relpath(log_path, args.persistence_base_dir)
-            ),
+            logger=_reporting_logger(args, log_path),
             resume_from_log=args.resume_id is not None or args.resume_from_log,
             show_progress=not args.no_progress,
         )
