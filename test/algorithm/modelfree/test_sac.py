@@ -200,6 +200,43 @@ class TestAlpha:
         alpha.update(torch.full((8,), 5.0))
         assert alpha.value < math.exp(0.2)
 
+    def test_fixed_alpha_has_a_float_coefficient_and_no_loss(self) -> None:
+        alpha = FixedAlpha(0.3)
+        assert alpha.coefficient == 0.3 and isinstance(alpha.coefficient, float)
+        assert alpha.loss(torch.ones(4)) is None
+        assert alpha.optim is None
+
+    def test_auto_alpha_coefficient_is_a_detached_tensor(self) -> None:
+        alpha = AutoAlpha(target_entropy=-1.0, log_alpha=math.log(0.5), optim=sgd(0.1))
+        coefficient = alpha.coefficient
+        assert isinstance(coefficient, torch.Tensor) and coefficient.dim() == 0
+        assert coefficient.item() == pytest.approx(0.5)
+        assert not coefficient.requires_grad
+
+    def test_auto_alpha_loss_steps_nothing_until_the_caller_steps_its_optimizer(self) -> None:
+        alpha = AutoAlpha(target_entropy=-1.0, log_alpha=0.0, optim=sgd(0.1))
+        loss = alpha.loss(torch.full((8,), -3.0))
+        assert alpha.value == 1.0
+        # loss = log_alpha * mean(entropy - target): gradient -2, so an SGD step of 0.1 -> +0.2
+        assert loss.item() == pytest.approx(0.0)
+        alpha.optim.step(loss)
+        assert alpha.value == pytest.approx(math.exp(0.2), rel=1e-6)
+
+    def test_auto_alpha_optimizer_refuses_a_non_finite_loss(self) -> None:
+        alpha = AutoAlpha(target_entropy=-1.0, log_alpha=0.0, optim=sgd(0.1))
+        with pytest.raises(FloatingPointError, match="not finite"):
+            alpha.update(torch.tensor([float("nan"), 1.0]))
+        assert alpha.value == 1.0
+
+    def test_an_algorithm_recreates_and_checkpoints_the_auto_alpha_optimizer(self) -> None:
+        alpha = AutoAlpha(-2.0, 0.0, sgd(0.1))
+        own_optimizer = alpha.optim
+        sac = make_sac(alpha=alpha)
+        assert sac.alpha is alpha and alpha.optim is not own_optimizer
+        (trained,) = alpha.optim.torch_optimizer.param_groups[0]["params"]
+        assert trained is next(alpha.parameters())
+        assert len(sac.state_dict()["_optimizers"]) == 4  # actor, critics, alpha
+
     def test_auto_alpha_state_is_in_the_algorithm_state_dict(self) -> None:
         sac = make_sac(alpha=AutoAlpha(-2.0, math.log(0.5), sgd()))
         assert sac.state_dict()["alpha._log_alpha"].item() == pytest.approx(math.log(0.5))

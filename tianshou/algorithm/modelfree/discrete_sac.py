@@ -30,6 +30,11 @@ from tianshou.algorithm._masking import (
     unmask_dead_ends,
 )
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
+from tianshou.algorithm.modelfree.entropy_regularised import (
+    categorical_entropy,
+    categorical_soft_actor_loss,
+    categorical_soft_value,
+)
 from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
@@ -129,13 +134,6 @@ class DiscreteSACPolicy(Policy):
         return mask_logits(logits, mask).log_softmax(dim=-1)
 
 
-def _entropy(probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
-    """The entropy of each row of a categorical distribution, ``(B,)``; actions of probability 0
-    (log-probability -inf) contribute 0."""
-    finite_log_probs = log_probs.clamp(min=torch.finfo(log_probs.dtype).min)
-    return -(probs * finite_log_probs).sum(dim=-1)
-
-
 class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
     """Soft Actor-Critic for discrete actions, with twin critics and exact expectations.
 
@@ -183,7 +181,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
             gamma=gamma,
             n_step_return_horizon=n_step_return_horizon,
         )
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         """The policy's ``log_probs`` at the next observations (the soft value is an exact
@@ -200,8 +198,8 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         probs = log_probs.exp()
         obs = network_input(obs_batch.obs)
         min_q = torch.min(self.critic_old(obs), self.critic2_old(obs))
-        expected_q = (probs * min_q).sum(dim=-1)
-        return expected_q + self.alpha._coefficient() * _entropy(probs, log_probs)
+        entropy = categorical_entropy(probs, log_probs)
+        return categorical_soft_value(probs, min_q, entropy, self.alpha.coefficient)
 
     @staticmethod
     def _critic_td_loss(batch: Batch, critic: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
@@ -221,19 +219,21 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         critic1_loss, critic2_loss = self._minimize_critics(batch)
         log_probs = self.policy._log_probs(batch)
         probs = log_probs.exp()
-        entropy = _entropy(probs, log_probs)
+        entropy = categorical_entropy(probs, log_probs)
         with torch.no_grad():
             obs = network_input(batch.obs)
             min_q = torch.min(self.critic(obs), self.critic2(obs))
-        alpha = self.alpha._coefficient()
-        actor_loss = -(alpha * entropy + (probs * min_q).sum(dim=-1)).mean()
+        alpha = self.alpha.coefficient
+        actor_loss = categorical_soft_actor_loss(probs, min_q, entropy, alpha)
         # the coefficient learns from the entropy before the actor's step, as the actor's loss
-        alpha_loss = self.alpha._loss(entropy.detach())
+        alpha_loss = self.alpha.loss(entropy.detach())
+        if alpha_loss is not None and self.alpha.optim is not None:
+            self.alpha.optim.step(alpha_loss)
         if alpha_loss is None:
             (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
             alpha_value, alpha_loss_value = float(alpha), None
         else:
-            new_alpha = torch.as_tensor(self.alpha._coefficient(), device=alpha_loss.device)
+            new_alpha = torch.as_tensor(self.alpha.coefficient, device=alpha_loss.device)
             actor_value, alpha_value, alpha_loss_value = self.policy_optim.step_with_loss_values(
                 actor_loss, alpha=new_alpha, alpha_loss=alpha_loss
             )

@@ -33,6 +33,7 @@ from tianshou.algorithm.modelfree.ddpg import (
     ContinuousPolicyWithExplorationNoise,
     DDPGTrainingStats,
 )
+from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_value
 from tianshou.algorithm.modelfree.sac import (
     Alpha,
     alpha_registered_with,
@@ -178,7 +179,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
         self.actor_delay = actor_delay
         self.deterministic_eval = deterministic_eval
         self.target_mode = target_mode
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
         self.critic_gradient_step = 0
         self._last_actor_loss = 0.0
 
@@ -207,7 +208,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
             torch.as_tensor(self._sample_subset())
         ]
         target_q = subset_q.min(dim=0).values if self.target_mode == "min" else subset_q.mean(0)
-        return target_q.unsqueeze(-1) - self.alpha._coefficient() * act_batch.log_prob
+        return soft_value(target_q.unsqueeze(-1), act_batch.log_prob, self.alpha.coefficient)
 
     def _update_with_batch(self, batch: Batch) -> REDQTrainingStats:
         critic_loss = self._minimize_ensemble(batch)
@@ -244,6 +245,6 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
         result = self.policy(batch)
         with frozen(self._critic_only_params):
             mean_q = self._ensemble_q(self.critic, batch.obs, result.act).mean(dim=0)
-        actor_loss = (self.alpha._coefficient() * result.log_prob.flatten() - mean_q).mean()
+        actor_loss = soft_actor_loss(result.log_prob.flatten(), mean_q, self.alpha.coefficient)
         (self._last_actor_loss,) = self.policy_optim.step_with_loss_values(actor_loss)
         return self.alpha.update(-result.log_prob.detach())

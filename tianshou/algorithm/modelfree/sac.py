@@ -9,6 +9,7 @@ and the statistics are read from the device together, once per update.
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +23,11 @@ from tianshou.algorithm._update_helpers import finite_loss_values, frozen
 from tianshou.algorithm.algorithm_base import Algorithm, PolicyState, TrainingStats
 from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoise
+from tianshou.algorithm.modelfree.entropy_regularised import (
+    entropy_coefficient_loss,
+    soft_actor_loss,
+    soft_value,
+)
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
@@ -170,9 +176,27 @@ def _squashed_log_prob(
 class Alpha(ABC):
     """The entropy coefficient of SAC: its current value and how it learns.
 
+    An algorithm weights the entropy in its losses by :attr:`coefficient` and, once per actor
+    step, takes the coefficient's :meth:`loss` at the policy's entropy and minimises it with
+    :attr:`optim` itself::
+
+        alpha_loss = alpha.loss(entropy)
+        if alpha_loss is not None and alpha.optim is not None:
+            alpha.optim.step(alpha_loss)
+
+    :meth:`update` does both in one call, and :attr:`value` reads the coefficient as a float.
     Learned coefficients are also ``nn.Module`` s (like :class:`AutoAlpha`), so that their
     parameters are part of the algorithm's state dict.
+
+    A subclass implements :attr:`value` and :meth:`update` (the published interface, enough on
+    its own: the coefficient is then :attr:`value`, and it learns inside :meth:`update`, see
+    :meth:`loss`); one that learns by gradient steps also overrides :meth:`loss` and sets
+    :attr:`optim`, as :class:`AutoAlpha` does.
     """
+
+    optim: "Algorithm.Optimizer | None" = None
+    """The optimizer that minimises :meth:`loss` (None: the coefficient is fixed, or learns
+    inside :meth:`update`)."""
 
     @staticmethod
     def from_float_or_instance(alpha: "float | Alpha") -> "Alpha":
@@ -189,22 +213,33 @@ class Alpha(ABC):
     @property
     @abstractmethod
     def value(self) -> float:
-        """The current coefficient."""
+        """The current coefficient, as a float (reading a learned one syncs its device)."""
 
     @abstractmethod
     def update(self, entropy: torch.Tensor) -> float | None:
-        """Adapt the coefficient to the policy's entropy.
+        """Adapt the coefficient to the policy's entropy: one minimisation step of :meth:`loss`.
 
         :param entropy: per-sample entropy estimates ``-log pi(a|s)`` (detached).
         :return: the coefficient's loss, or None if it does not learn.
         """
 
-    def _coefficient(self) -> float | torch.Tensor:
-        """The coefficient for the losses, without a device sync where possible."""
+    @property
+    def coefficient(self) -> float | torch.Tensor:
+        """The coefficient by which the losses weight the entropy: a float, or for a learned
+        coefficient a 0-dim tensor on its parameter's device, detached (the losses that use it
+        do not train it) and read without a device sync."""
         return self.value
 
-    def _loss(self, entropy: torch.Tensor) -> torch.Tensor | None:
-        """Take one learning step and return the (unsynchronised) loss, or None."""
+    def loss(self, entropy: torch.Tensor) -> torch.Tensor | None:
+        """The coefficient's loss at the policy's entropy, for the caller to minimise with
+        :attr:`optim`; None if the coefficient does not learn.
+
+        This default serves subclasses of the published interface, which learn inside
+        :meth:`update` and have no :attr:`optim`: it calls :meth:`update` and returns the loss
+        it reports, the step already taken.
+
+        :param entropy: per-sample entropy estimates ``-log pi(a|s)``, or exact entropies.
+        """
         loss = self.update(entropy)
         return None if loss is None else torch.tensor(loss)
 
@@ -228,20 +263,26 @@ class FixedAlpha(Alpha):
         """A fixed coefficient does not learn."""
         return None
 
-    def _loss(self, entropy: torch.Tensor) -> None:
+    def loss(self, entropy: torch.Tensor) -> None:
+        """A fixed coefficient has no loss: there is nothing to step."""
         return None
 
 
 class AutoAlpha(nn.Module, Alpha):
     """An entropy coefficient learned so that the policy's entropy tracks a target.
 
-    It minimises ``-log_alpha * (target_entropy - entropy)``: alpha grows while the entropy is
-    below the target and shrinks while it is above.
+    It minimises :func:`~tianshou.algorithm.modelfree.entropy_regularised.entropy_coefficient_loss`
+    in ``log(alpha)``: alpha grows while the entropy is below the target and shrinks while it is
+    above.
 
     :param target_entropy: the desired entropy, customarily ``-action_dim``.
     :param log_alpha: the initial ``log(alpha)``.
-    :param optim: the factory of the optimizer of ``log_alpha`` (no LR scheduler).
+    :param optim: the factory of the optimizer of ``log_alpha`` (no LR scheduler). An algorithm
+        given this coefficient replaces the optimizer by one it checkpoints, see
+        :func:`alpha_registered_with`.
     """
+
+    optim: "Algorithm.Optimizer"
 
     def __init__(
         self, target_entropy: float, log_alpha: float | torch.Tensor, optim: OptimizerFactory
@@ -250,47 +291,54 @@ class AutoAlpha(nn.Module, Alpha):
         self._target_entropy = float(target_entropy)
         self._log_alpha = nn.Parameter(torch.tensor(float(log_alpha)))
         self._optim_factory = optim
-        self._optim, lr_scheduler = optim.create_instances(self)
+        torch_optimizer, lr_scheduler = optim.create_instances(self)
         if lr_scheduler is not None:
             raise ValueError("AutoAlpha does not support learning-rate schedulers")
+        self.optim = Algorithm.Optimizer(torch_optimizer, self)
 
     @property
     def target_entropy(self) -> float:
         return self._target_entropy
 
     @property
-    def value(self) -> float:
-        return float(self._log_alpha.detach().exp().item())
+    def optim_factory(self) -> OptimizerFactory:
+        """The factory the optimizer of ``log_alpha`` was (and is again, by an algorithm)
+        created with."""
+        return self._optim_factory
 
-    def _coefficient(self) -> torch.Tensor:
+    @property
+    def value(self) -> float:
+        return float(self.coefficient.item())
+
+    @property
+    def coefficient(self) -> torch.Tensor:
+        """``exp(log_alpha)``, detached: a 0-dim tensor on the parameter's device."""
         return self._log_alpha.detach().exp()
 
-    def update(self, entropy: torch.Tensor) -> float:
-        """One optimizer step on the coefficient's loss; returns the loss."""
-        return float(self._loss(entropy).item())
+    def loss(self, entropy: torch.Tensor) -> torch.Tensor:
+        """The loss to minimise with :attr:`optim` (its gradient flows into ``log_alpha`` only)."""
+        return entropy_coefficient_loss(self._log_alpha, entropy, self._target_entropy)
 
-    def _loss(self, entropy: torch.Tensor) -> torch.Tensor:
-        # the loss is linear in log_alpha, so its gradient is set directly (no autograd pass)
-        # d loss / d log_alpha = mean(entropy - target), the negated entropy deficit; assigning
-        # it replaces the previous gradient, so no zero_grad call is needed
-        grad = (entropy.detach() - self._target_entropy).mean().to(self._log_alpha)
-        loss = self._log_alpha.detach() * grad
-        self._log_alpha.grad = grad
-        self._optim.step()
+    def update(self, entropy: torch.Tensor) -> float:
+        """One step of :attr:`optim` on :meth:`loss`; returns the loss (before the step)."""
+        (loss,) = self.optim.step_with_loss_values(self.loss(entropy))
         return loss
 
 
-def alpha_registered_with(algorithm: Algorithm, alpha: float | Alpha) -> Alpha:
-    """``alpha`` as an :class:`Alpha`; a learned coefficient's optimizer is registered with
-    ``algorithm``, so that its state is saved and restored with the algorithm's checkpoints.
+def alpha_registered_with(
+    create_optimizer: Callable[[nn.Module, OptimizerFactory], Algorithm.Optimizer],
+    alpha: float | Alpha,
+) -> Alpha:
+    """``alpha`` as an :class:`Alpha`; a learned coefficient's optimizer is recreated by
+    ``create_optimizer``, so that its state is saved and restored with the algorithm's checkpoints.
 
-    :param algorithm: the algorithm that owns the coefficient (SAC, discrete SAC, REDQ).
+    :param create_optimizer: the owning algorithm's ``_create_optimizer`` (SAC, discrete SAC,
+        REDQ, recurrent SAC, CQL).
     :param alpha: a fixed coefficient or an :class:`Alpha` instance.
     """
     coefficient = Alpha.from_float_or_instance(alpha)
     if isinstance(coefficient, AutoAlpha):
-        registered = algorithm._create_optimizer(coefficient, coefficient._optim_factory)
-        coefficient._optim = registered.torch_optimizer
+        coefficient.optim = create_optimizer(coefficient, coefficient.optim_factory)
     return coefficient
 
 
@@ -343,7 +391,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             n_step_return_horizon=n_step_return_horizon,
         )
         self.deterministic_eval = deterministic_eval
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         return self.policy(obs_batch)
@@ -351,7 +399,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """Soft value: the twin-critic minimum minus ``alpha * log pi(a'|s')``."""
         min_q = super()._target_q_compute_value(obs_batch, act_batch)
-        return min_q - self.alpha._coefficient() * act_batch.log_prob
+        return soft_value(min_q, act_batch.log_prob, self.alpha.coefficient)
 
     def _target_values(
         self, obs: torch.Tensor, noise: torch.Tensor, alpha: float | torch.Tensor
@@ -360,11 +408,11 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
         act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
         min_q = torch.min(self.critic_old(obs, act), self.critic2_old(obs, act))
-        return min_q - alpha * log_prob
+        return soft_value(min_q, log_prob, alpha)
 
     def _compiled_target_q(self, compiler: UpdateCompiler, obs_next: torch.Tensor) -> torch.Tensor:
         noise = compiler.standard_normal(len(obs_next), *self.policy._action_shape)
-        alpha = self.alpha._coefficient()
+        alpha = self.alpha.coefficient
         return compiler("target", self._target_values, obs_next, noise, alpha)
 
     def _update_with_batch(self, batch: Batch) -> SACTrainingStats:
@@ -373,11 +421,12 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             return self._compiled_update_with_batch(batch, compiler)
         critic1_loss, critic2_loss = self._minimize_critics(batch)
         result = self.policy(batch)
-        alpha = self.alpha._coefficient()
         with frozen(self._critic_only_params):
             q1 = self.critic(batch.obs, result.act).flatten()
             q2 = self.critic2(batch.obs, result.act).flatten()
-        actor_loss = (alpha * result.log_prob.flatten() - torch.min(q1, q2)).mean()
+        actor_loss = soft_actor_loss(
+            result.log_prob.flatten(), torch.min(q1, q2), self.alpha.coefficient
+        )
         return self._step_actor_and_alpha(actor_loss, result.log_prob, critic1_loss, critic2_loss)
 
     def _actor_losses(
@@ -389,7 +438,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
         q1 = self.critic(obs, act).flatten()
         q2 = self.critic2(obs, act).flatten()
-        return (alpha * log_prob.flatten() - torch.min(q1, q2)).mean(), log_prob
+        return soft_actor_loss(log_prob.flatten(), torch.min(q1, q2), alpha), log_prob
 
     def _compiled_update_with_batch(
         self, batch: Batch, compiler: UpdateCompiler
@@ -402,7 +451,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         noise = compiler.standard_normal(len(obs), *self.policy._action_shape)
         with frozen(self._critic_only_params):
             actor_loss, log_prob = compiler(
-                "actor", self._actor_losses, obs, noise, self.alpha._coefficient()
+                "actor", self._actor_losses, obs, noise, self.alpha.coefficient
             )
         return self._step_actor_and_alpha(actor_loss, log_prob, critic1_loss, critic2_loss)
 
@@ -415,7 +464,9 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     ) -> SACTrainingStats:
         """Step the actor and the entropy coefficient, move the target critics, and report."""
         (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
-        alpha_loss = self.alpha._loss(-log_prob.detach())
+        alpha_loss = self.alpha.loss(-log_prob.detach())
+        if alpha_loss is not None and self.alpha.optim is not None:
+            self.alpha.optim.step(alpha_loss)
         self._update_lagged_network_weights()
         alpha_value, alpha_loss_value = self._alpha_stats(alpha_loss)
         return SACTrainingStats(
@@ -431,7 +482,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
 
         :raises FloatingPointError: if a learned coefficient or its loss became NaN or infinite.
         """
-        coefficient = self.alpha._coefficient()
+        coefficient = self.alpha.coefficient
         if alpha_loss is None:
             return float(coefficient), None
         alpha_value, alpha_loss_value = finite_loss_values(
