@@ -127,9 +127,12 @@ class DiscreteSACPolicy(Policy):
             )
         return logits, hidden, mask
 
-    def _log_probs(self, batch: Batch) -> torch.Tensor:
+    def log_probs(self, batch: Batch) -> torch.Tensor:
         """``log pi(.|s)`` of shape ``(B, n_actions)``, for the update's exact expectations (no
-        action is sampled); illegal actions get probability 0."""
+        action is sampled); illegal actions get probability 0 (log-probability -inf).
+
+        :param batch: holds ``obs`` (with its legal-action mask, if any) and optionally ``info``.
+        """
         logits, _, mask = self._logits(batch, None)
         return mask_logits(logits, mask).log_softmax(dim=-1)
 
@@ -190,7 +193,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         next_batch = batch_of_parsed_values(
             {"obs": unmask_dead_ends(obs_batch.obs), "info": obs_batch.get("info")}
         )
-        return batch_of_parsed_values({"log_probs": self.policy._log_probs(next_batch)})
+        return batch_of_parsed_values({"log_probs": self.policy.log_probs(next_batch)})
 
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """The soft value ``sum_a pi(a|s') * (min_i Q_i'(s', a) - alpha * log pi(a|s'))``."""
@@ -217,7 +220,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
 
     def _update_with_batch(self, batch: Batch) -> DiscreteSACTrainingStats:
         critic1_loss, critic2_loss = self._minimize_critics(batch)
-        log_probs = self.policy._log_probs(batch)
+        log_probs = self.policy.log_probs(batch)
         probs = log_probs.exp()
         entropy = categorical_entropy(probs, log_probs)
         with torch.no_grad():

@@ -134,6 +134,21 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
             }
         )
 
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """The shape of one (unbatched) action."""
+        return self._action_shape
+
+    def squashed_actions(
+        self, obs: torch.Tensor, noise: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actions :meth:`forward` samples for ``obs`` (a tensor, no hidden state) with the
+        standard-normal ``noise`` ``(B, *action_shape)`` given rather than drawn, and their
+        log-densities ``(B, 1)``: for an update that draws the noise outside a compiled graph.
+        """
+        mu, sigma, _ = self._gaussian_parameters(obs, None, None)
+        return self._squashed_sample(mu, sigma, noise)
+
     @staticmethod
     def _squashed_sample(
         mu: torch.Tensor, sigma: torch.Tensor, noise: torch.Tensor
@@ -405,13 +420,12 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         self, obs: torch.Tensor, noise: torch.Tensor, alpha: float | torch.Tensor
     ) -> torch.Tensor:
         """The compiled target: the soft value at actions sampled with ``noise``."""
-        mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
-        act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
+        act, log_prob = self.policy.squashed_actions(obs, noise)
         min_q = torch.min(self.critic_old(obs, act), self.critic2_old(obs, act))
         return soft_value(min_q, log_prob, alpha)
 
     def _compiled_target_q(self, compiler: UpdateCompiler, obs_next: torch.Tensor) -> torch.Tensor:
-        noise = compiler.standard_normal(len(obs_next), *self.policy._action_shape)
+        noise = compiler.standard_normal(len(obs_next), *self.policy.action_shape)
         alpha = self.alpha.coefficient
         return compiler("target", self._target_values, obs_next, noise, alpha)
 
@@ -434,8 +448,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The compiled actor step: ``(actor loss, log-probabilities (B, 1))`` of the actions
         sampled with the standard-normal ``noise``."""
-        mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
-        act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
+        act, log_prob = self.policy.squashed_actions(obs, noise)
         q1 = self.critic(obs, act).flatten()
         q2 = self.critic2(obs, act).flatten()
         return soft_actor_loss(log_prob.flatten(), torch.min(q1, q2), alpha), log_prob
@@ -448,7 +461,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         inputs = self._compiled_step_inputs(batch)
         critic1_loss, critic2_loss = self._compiled_minimize_critics(batch, compiler, inputs)
         obs = inputs[0]
-        noise = compiler.standard_normal(len(obs), *self.policy._action_shape)
+        noise = compiler.standard_normal(len(obs), *self.policy.action_shape)
         with frozen(self._critic_only_params):
             actor_loss, log_prob = compiler(
                 "actor", self._actor_losses, obs, noise, self.alpha.coefficient
