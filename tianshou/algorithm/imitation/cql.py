@@ -46,13 +46,9 @@ from tianshou.algorithm.algorithm_base import (
     OfflineAlgorithm,
     step_jointly,
 )
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
 from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_td_target
-from tianshou.algorithm.modelfree.sac import (
-    Alpha,
-    SACPolicy,
-    SACTrainingStats,
-    alpha_registered_with,
-)
+from tianshou.algorithm.modelfree.sac import SACPolicy, SACTrainingStats
 from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import AdamOptimizerFactory, OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values

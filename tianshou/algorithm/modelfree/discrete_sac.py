@@ -30,12 +30,13 @@ from tianshou.algorithm._masking import (
     unmask_dead_ends,
 )
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
 from tianshou.algorithm.modelfree.entropy_regularised import (
     categorical_entropy,
     categorical_soft_actor_loss,
     categorical_soft_value,
 )
-from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
+from tianshou.algorithm.modelfree.sac import SACTrainingStats
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values

@@ -23,12 +23,9 @@ from tianshou.algorithm._obs_rows import ObsRows
 from tianshou.algorithm._sequences import masked_mean, replay_sequences, successors_extended
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, PolicyState, TrainingStats
 from tianshou.algorithm.modelfree._stored_state import numpy_state
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
 from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_td_target
-from tianshou.algorithm.modelfree.sac import (
-    Alpha,
-    alpha_registered_with,
-    correct_log_prob_gaussian_tanh,
-)
+from tianshou.algorithm.modelfree.sac import correct_log_prob_gaussian_tanh
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer

@@ -33,12 +33,9 @@ from tianshou.algorithm.modelfree.ddpg import (
     ContinuousPolicyWithExplorationNoise,
     DDPGTrainingStats,
 )
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
 from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_value
-from tianshou.algorithm.modelfree.sac import (
-    Alpha,
-    alpha_registered_with,
-    correct_log_prob_gaussian_tanh,
-)
+from tianshou.algorithm.modelfree.sac import correct_log_prob_gaussian_tanh
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.exploration.random import BaseNoise
