@@ -5,8 +5,9 @@ reparameterised samples (Christodoulou 2019, "Soft Actor-Critic for Discrete Act
 the critics output one Q-value per action, the soft value of a state is
 ``sum_a pi(a|s) * (min(Q1, Q2)(s, a) - alpha * log pi(a|s))``, and the actor minimises
 ``-(alpha * H(pi(.|s)) + sum_a pi(a|s) * min(Q1, Q2)(s, a))``. The entropy coefficient is the
-one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.sac.FixedAlpha`) or learned
-(:class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`, fed the exact entropy of each state).
+one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.entropy_coefficient.FixedAlpha`) or
+learned (:class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha`, fed the exact
+entropy of each state).
 
 With legal-action masks (:mod:`tianshou.algorithm._masking`) the policy is the softmax over the
 legal actions only, so every sum above, the entropy included, runs over the legal actions; the
@@ -227,20 +228,12 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         with torch.no_grad():
             obs = network_input(batch.obs)
             min_q = torch.min(self.critic(obs), self.critic2(obs))
-        alpha = self.alpha.coefficient
-        actor_loss = categorical_soft_actor_loss(probs, min_q, entropy, alpha)
+        actor_loss = categorical_soft_actor_loss(probs, min_q, entropy, self.alpha.coefficient)
         # the coefficient learns from the entropy before the actor's step, as the actor's loss
         alpha_loss = self.alpha.loss(entropy.detach())
         if alpha_loss is not None and self.alpha.optim is not None:
             self.alpha.optim.step(alpha_loss)
-        if alpha_loss is None:
-            (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
-            alpha_value, alpha_loss_value = float(alpha), None
-        else:
-            new_alpha = torch.as_tensor(self.alpha.coefficient, device=alpha_loss.device)
-            actor_value, alpha_value, alpha_loss_value = self.policy_optim.step_with_loss_values(
-                actor_loss, alpha=new_alpha, alpha_loss=alpha_loss
-            )
+        actor_value, alpha_value, alpha_loss_value = self._step_actor(actor_loss, alpha_loss)
         self._update_lagged_network_weights()
         return DiscreteSACTrainingStats(
             actor_loss=actor_value,
@@ -249,3 +242,17 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
             alpha=alpha_value,
             alpha_loss=alpha_loss_value,
         )
+
+    def _step_actor(
+        self, actor_loss: torch.Tensor, alpha_loss: torch.Tensor | None
+    ) -> tuple[float, float, float | None]:
+        """Step the actor; return its loss, the entropy coefficient and the coefficient's loss
+        (None if it does not learn), read with the actor's one device sync."""
+        if alpha_loss is None:
+            (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
+            return actor_value, float(self.alpha.coefficient), None
+        alpha = torch.as_tensor(self.alpha.coefficient, device=alpha_loss.device)
+        actor_value, alpha_value, alpha_loss_value = self.policy_optim.step_with_loss_values(
+            actor_loss, alpha=alpha, alpha_loss=alpha_loss
+        )
+        return actor_value, alpha_value, alpha_loss_value

@@ -60,7 +60,8 @@ class Alpha(ABC):
 
     @abstractmethod
     def update(self, entropy: torch.Tensor) -> float | None:
-        """Adapt the coefficient to the policy's entropy: one minimisation step of :meth:`loss`.
+        """Adapt the coefficient to the policy's entropy (with an :attr:`optim`: one step of it
+        on :meth:`loss`).
 
         :param entropy: per-sample entropy estimates ``-log pi(a|s)`` (detached).
         :return: the coefficient's loss, or None if it does not learn.

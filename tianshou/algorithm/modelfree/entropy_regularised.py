@@ -17,8 +17,8 @@ log-probability; categorical policies compute them exactly over all actions (Chr
 "Soft Actor-Critic for Discrete Action Settings"), hence the ``categorical_`` variants.
 
 ``alpha`` is a float or a 0-dim tensor without gradient (an
-:attr:`~tianshou.algorithm.modelfree.sac.Alpha.coefficient`): the policy and the critics do not
-train the coefficient through these losses.
+:attr:`~tianshou.algorithm.modelfree.entropy_coefficient.Alpha.coefficient`): the policy and the
+critics do not train the coefficient through these losses.
 """
 
 import torch

@@ -154,7 +154,7 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
     :param tau: Polyak coefficient of the target critics.
     :param gamma: discount factor in [0, 1].
     :param alpha: the entropy coefficient: a float or an
-        :class:`~tianshou.algorithm.modelfree.sac.Alpha` such as ``AutoAlpha``.
+        :class:`~tianshou.algorithm.modelfree.entropy_coefficient.Alpha` such as ``AutoAlpha``.
     :param burn_in: steps at the start of each sequence that only refresh the stored states.
     :param train_len: steps per sequence that are trained on.
     """

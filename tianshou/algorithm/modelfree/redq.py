@@ -127,7 +127,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
     :param tau: Polyak coefficient of the target critic.
     :param gamma: discount factor in [0, 1].
     :param alpha: the entropy coefficient: a float (fixed) or an :class:`Alpha` such as
-        :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`.
+        :class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha`.
     :param n_step_return_horizon: number of rewards summed before bootstrapping.
     :param actor_delay: the actor (and a learned alpha) is stepped once every this many critic
         steps, so each update does ``actor_delay`` critic steps per actor step (the paper's

@@ -15,7 +15,7 @@ only constructor keyword arguments, ready for the procedural classes:
   ``*optim`` fields of the parameter object are consumed;
 * ``exploration_noise``: a :class:`~tianshou.exploration.BaseNoise`, None or ``"default"``
   (which the policy resolves as the procedural API does);
-* ``alpha``: a float or an :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`;
+* ``alpha``: a float or an :class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha`;
 * ``policy_noise``, ``noise_clip``: floats;
 * ``action_scaling``: a bool (``"default"``: True exactly for continuous actions).
 
@@ -196,7 +196,7 @@ class ParamTransformerOptimFactory(ParamTransformer):
 
 class ParamTransformerAutoAlpha(ParamTransformer):
     """Creates a learned entropy coefficient from an :class:`AutoAlphaFactory`; floats and
-    :class:`~tianshou.algorithm.modelfree.sac.Alpha` instances are kept.
+    :class:`~tianshou.algorithm.modelfree.entropy_coefficient.Alpha` instances are kept.
 
     :param key: the entropy-coefficient parameter.
     """
