@@ -272,7 +272,7 @@ class TestEveryDiscreteAlgorithm:
 def policy_distribution(policy: torch.nn.Module, batch: Batch) -> Categorical:
     """The action distribution a stochastic policy learns with."""
     if isinstance(policy, DiscreteSACPolicy):
-        return Categorical(logits=policy._log_probs(batch))
+        return Categorical(logits=policy.log_probs(batch))
     return policy(batch).dist
 
 

@@ -345,7 +345,7 @@ class TestOffPolicyFactories:
         assert type(algorithm) is SAC
         assert type(algorithm.policy) is SACPolicy
         assert isinstance(algorithm.alpha, AutoAlpha)
-        assert algorithm.alpha._optim.param_groups[0]["lr"] == 0.002
+        assert algorithm.alpha.optim.torch_optimizer.param_groups[0]["lr"] == 0.002
         assert algorithm.alpha.target_entropy == pytest.approx(-1.0)
         assert not algorithm.policy.deterministic_eval
 

@@ -73,6 +73,26 @@ def test_acting_outside_training_tracks_the_actor_only() -> None:
     assert "policy" not in result
 
 
+def test_advancing_over_a_sequence_gives_the_states_carried_while_acting() -> None:
+    torch.manual_seed(0)
+    policy = recurrent_policy("gru")
+    assert list(policy.critics) == ["critic", "critic2"]
+    obs = torch.randn(3, 5, 2)
+    initial = {
+        name: net.initial_state(3)
+        for name, net in (("actor", policy.actor), *policy.critics.items())
+    }
+    state = None
+    with policy_within_training_step(policy):
+        for t in range(5):
+            state = policy(Batch(obs=obs[:, t], info={}), state).state
+    assert state is not None
+    advanced = policy.advance_states(obs, initial)
+    assert set(advanced) == {"actor", "critic", "critic2"}
+    for name in advanced:
+        torch.testing.assert_close(advanced[name]["hidden"], state[name]["hidden"])
+
+
 def sequences(algorithm: RecurrentSAC, buffer: VectorReplayBuffer, starts: np.ndarray) -> Batch:
     return algorithm._preprocess_batch(buffer[starts], buffer, starts)
 

@@ -1,4 +1,4 @@
-"""Tests of SACPolicy, the entropy coefficients and the SAC update (against a naive reference)."""
+"""Tests of SACPolicy and the SAC update (against a naive reference)."""
 
 import copy
 import math
@@ -12,9 +12,7 @@ from torch.distributions import Independent, Normal
 
 from tianshou.algorithm.modelfree.sac import (
     SAC,
-    Alpha,
     AutoAlpha,
-    FixedAlpha,
     SACPolicy,
     SACTrainingStats,
     correct_log_prob_gaussian_tanh,
@@ -179,75 +177,6 @@ class TestPolicy:
         np.random.seed(0)
         noisy = policy.add_exploration_noise(act, Batch())
         assert abs(noisy.std() - 0.1) < 0.01
-
-
-class TestAlpha:
-    def test_fixed_alpha(self) -> None:
-        alpha = FixedAlpha(0.3)
-        assert alpha.value == 0.3
-        assert alpha.update(torch.ones(4)) is None
-        with pytest.raises(ValueError, match="alpha"):
-            FixedAlpha(-1.0)
-
-    def test_auto_alpha_grows_when_entropy_is_below_target(self) -> None:
-        alpha = AutoAlpha(target_entropy=-1.0, log_alpha=0.0, optim=sgd(0.1))
-        assert alpha.value == pytest.approx(1.0)
-        entropy = torch.full((8,), -3.0)
-        loss = alpha.update(entropy)
-        # loss = -log_alpha * (target - entropy) = 0 at log_alpha = 0; gradient -2 -> +0.2
-        assert loss == pytest.approx(0.0)
-        assert alpha.value == pytest.approx(math.exp(0.2), rel=1e-6)
-        alpha.update(torch.full((8,), 5.0))
-        assert alpha.value < math.exp(0.2)
-
-    def test_auto_alpha_state_is_in_the_algorithm_state_dict(self) -> None:
-        sac = make_sac(alpha=AutoAlpha(-2.0, math.log(0.5), sgd()))
-        assert sac.state_dict()["alpha._log_alpha"].item() == pytest.approx(math.log(0.5))
-
-    def test_auto_alpha_optimizer_is_checkpointed(self) -> None:
-        adam = AdamOptimizerFactory(lr=0.1)
-        sac = make_sac(alpha=AutoAlpha(-2.0, 0.0, adam))
-        with policy_within_training_step(sac.policy):
-            sac.update(filled_buffer(), 4)
-        state = copy.deepcopy(sac.state_dict())
-        assert len(state["_optimizers"]) == 4
-        clone = make_sac(alpha=AutoAlpha(-2.0, 0.0, adam))
-        clone.load_state_dict(state)
-        entropy = torch.full((4,), -3.0)
-        assert clone.alpha.update(entropy) == pytest.approx(sac.alpha.update(entropy))
-        assert clone.alpha.value == pytest.approx(sac.alpha.value, rel=1e-7)
-
-    def test_a_user_defined_alpha_needs_only_value_and_update(self) -> None:
-        class Decaying(Alpha):
-            def __init__(self) -> None:
-                self.current = 0.5
-
-            @property
-            def value(self) -> float:
-                return self.current
-
-            def update(self, entropy: torch.Tensor) -> float:
-                self.current *= 0.5
-                return float(entropy.mean())
-
-        sac = make_sac(alpha=Decaying())
-        with policy_within_training_step(sac.policy):
-            stats = sac.update(filled_buffer(), 4)
-        assert stats.alpha == 0.25
-        assert stats.alpha_loss is not None
-
-    def test_from_float_or_instance(self) -> None:
-        auto = AutoAlpha(-1.0, 0.0, AdamOptimizerFactory())
-        assert Alpha.from_float_or_instance(auto) is auto
-        fixed = Alpha.from_float_or_instance(1)
-        assert isinstance(fixed, FixedAlpha) and fixed.value == 1.0
-        for bad in (True, "auto", None):
-            with pytest.raises(TypeError, match="alpha must be a float or an Alpha"):
-                Alpha.from_float_or_instance(bad)  # type: ignore[arg-type]
-
-    def test_bad_alpha_type(self) -> None:
-        with pytest.raises(TypeError, match="alpha"):
-            make_sac(alpha="auto")
 
 
 class TestTanhCorrection:

@@ -35,13 +35,13 @@ def test_initial_value_learning_rate_and_optimizer(pendulum: Environments) -> No
         pendulum, "cpu"
     )
     assert alpha.value == pytest.approx(0.5)
-    assert isinstance(alpha._optim_factory, AdamOptimizerFactory)
-    assert alpha._optim_factory.lr == 0.01
+    assert isinstance(alpha.optim_factory, AdamOptimizerFactory)
+    assert alpha.optim_factory.lr == 0.01
     assert all(p.device == torch.device("cpu") for p in alpha.parameters())
     custom = AutoAlphaFactoryDefault(lr=0.02, optim=OptimizerFactoryFactoryRMSprop())
     custom_alpha = custom.create_auto_alpha(pendulum, "cpu")
-    assert isinstance(custom_alpha._optim_factory, RMSpropOptimizerFactory)
-    assert custom_alpha._optim_factory.lr == 0.02
+    assert isinstance(custom_alpha.optim_factory, RMSpropOptimizerFactory)
+    assert custom_alpha.optim_factory.lr == 0.02
 
 
 def test_alpha_grows_while_entropy_is_below_target(pendulum: Environments) -> None:

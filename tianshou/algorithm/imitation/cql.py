@@ -45,12 +45,9 @@ from tianshou.algorithm.algorithm_base import (
     OfflineAlgorithm,
     step_jointly,
 )
-from tianshou.algorithm.modelfree.sac import (
-    Alpha,
-    SACPolicy,
-    SACTrainingStats,
-    alpha_registered_with,
-)
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
+from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_td_target
+from tianshou.algorithm.modelfree.sac import SACPolicy, SACTrainingStats
 from tianshou.algorithm.modelfree.td3 import fresh_copy
 from tianshou.algorithm.optim import AdamOptimizerFactory, OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
@@ -153,7 +150,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         )
         self.critic_old = self._add_lagged_network(self.critic)
         self.critic2_old = self._add_lagged_network(self.critic2)
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
         self.cql_log_alpha = _LogAlphaPrime().to(torch_device(policy))
         self.cql_alpha_optim = self._create_optimizer(
             self.cql_log_alpha, AdamOptimizerFactory(lr=cql_alpha_lr)
@@ -257,9 +254,12 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             q1 = self.critic(obs, result.act).flatten()
             q2 = self.critic2(obs, result.act).flatten()
         log_prob = result.log_prob.flatten()
-        actor_loss = (self.alpha._coefficient() * log_prob - torch.min(q1, q2)).mean()
+        actor_loss = soft_actor_loss(log_prob, torch.min(q1, q2), self.alpha.coefficient)
         self.policy_optim.step(actor_loss)
-        return actor_loss.detach(), self.alpha._loss(-log_prob.detach())
+        alpha_loss = self.alpha.loss(-log_prob.detach())
+        if alpha_loss is not None and self.alpha.optim is not None:
+            self.alpha.optim.step(alpha_loss)
+        return actor_loss.detach(), alpha_loss
 
     @torch.no_grad()
     def _target_and_policy_samples(
@@ -284,13 +284,12 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
         )
         act_next, pi_act = sampled.act[:size], sampled.act[size:]
         log_prob_next, pi_log_prob = sampled.log_prob[:size, 0], sampled.log_prob[size:, 0]
-        soft_q = (
-            torch.min(
-                self.critic_old(obs_next, act_next), self.critic2_old(obs_next, act_next)
-            ).flatten()
-            - self.alpha._coefficient() * log_prob_next
+        next_q = torch.min(
+            self.critic_old(obs_next, act_next), self.critic2_old(obs_next, act_next)
         )
-        target_q = rew + self.gamma * not_terminal * soft_q
+        target_q = soft_td_target(
+            rew, not_terminal, self.gamma, next_q.flatten(), log_prob_next, self.alpha.coefficient
+        )
         return target_q, pi_act, pi_log_prob
 
     def _critic_losses(
@@ -356,7 +355,7 @@ class CQL(OfflineAlgorithm[SACPolicy], LaggedNetworkPolyakUpdateAlgorithmMixin):
             "cql_alpha_loss": cql_alpha_loss,
         }
         present = {k: v for k, v in optional.items() if v is not None}
-        alpha = torch.as_tensor(self.alpha._coefficient(), device=actor_loss.device)
+        alpha = torch.as_tensor(self.alpha.coefficient, device=actor_loss.device)
         values = dict(
             zip(
                 ["actor_loss", "alpha", *present],

@@ -5,8 +5,9 @@ reparameterised samples (Christodoulou 2019, "Soft Actor-Critic for Discrete Act
 the critics output one Q-value per action, the soft value of a state is
 ``sum_a pi(a|s) * (min(Q1, Q2)(s, a) - alpha * log pi(a|s))``, and the actor minimises
 ``-(alpha * H(pi(.|s)) + sum_a pi(a|s) * min(Q1, Q2)(s, a))``. The entropy coefficient is the
-one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.sac.FixedAlpha`) or learned
-(:class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`, fed the exact entropy of each state).
+one SAC uses: fixed (:class:`~tianshou.algorithm.modelfree.entropy_coefficient.FixedAlpha`) or
+learned (:class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha`, fed the exact
+entropy of each state).
 
 With legal-action masks (:mod:`tianshou.spaces.masks`) the policy is the softmax over the
 legal actions only, so every sum above, the entropy included, runs over the legal actions; the
@@ -23,7 +24,13 @@ from torch import nn
 from torch.distributions import Categorical
 
 from tianshou.algorithm.algorithm_base import Policy, PolicyState
-from tianshou.algorithm.modelfree.sac import Alpha, SACTrainingStats, alpha_registered_with
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
+from tianshou.algorithm.modelfree.entropy_regularised import (
+    categorical_entropy,
+    categorical_soft_actor_loss,
+    categorical_soft_value,
+)
+from tianshou.algorithm.modelfree.sac import SACTrainingStats
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
@@ -122,18 +129,14 @@ class DiscreteSACPolicy(Policy):
             )
         return logits, hidden, mask
 
-    def _log_probs(self, batch: Batch) -> torch.Tensor:
+    def log_probs(self, batch: Batch) -> torch.Tensor:
         """``log pi(.|s)`` of shape ``(B, n_actions)``, for the update's exact expectations (no
-        action is sampled); illegal actions get probability 0."""
+        action is sampled); illegal actions get probability 0 (log-probability -inf).
+
+        :param batch: holds ``obs`` (with its legal-action mask, if any) and optionally ``info``.
+        """
         logits, _, mask = self._logits(batch, None)
         return mask_logits(logits, mask).log_softmax(dim=-1)
-
-
-def _entropy(probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
-    """The entropy of each row of a categorical distribution, ``(B,)``; actions of probability 0
-    (log-probability -inf) contribute 0."""
-    finite_log_probs = log_probs.clamp(min=torch.finfo(log_probs.dtype).min)
-    return -(probs * finite_log_probs).sum(dim=-1)
 
 
 class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
@@ -183,7 +186,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
             gamma=gamma,
             n_step_return_horizon=n_step_return_horizon,
         )
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         """The policy's ``log_probs`` at the next observations (the soft value is an exact
@@ -192,7 +195,7 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         next_batch = batch_of_parsed_values(
             {"obs": unmask_dead_ends(obs_batch.obs), "info": obs_batch.get("info")}
         )
-        return batch_of_parsed_values({"log_probs": self.policy._log_probs(next_batch)})
+        return batch_of_parsed_values({"log_probs": self.policy.log_probs(next_batch)})
 
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """The soft value ``sum_a pi(a|s') * (min_i Q_i'(s', a) - alpha * log pi(a|s'))``."""
@@ -200,8 +203,8 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
         probs = log_probs.exp()
         obs = network_input(obs_batch.obs)
         min_q = torch.min(self.critic_old(obs), self.critic2_old(obs))
-        expected_q = (probs * min_q).sum(dim=-1)
-        return expected_q + self.alpha._coefficient() * _entropy(probs, log_probs)
+        entropy = categorical_entropy(probs, log_probs)
+        return categorical_soft_value(probs, min_q, entropy, self.alpha.coefficient)
 
     @staticmethod
     def _critic_td_loss(batch: Batch, critic: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,24 +222,18 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
 
     def _update_with_batch(self, batch: Batch) -> DiscreteSACTrainingStats:
         critic1_loss, critic2_loss = self._minimize_critics(batch)
-        log_probs = self.policy._log_probs(batch)
+        log_probs = self.policy.log_probs(batch)
         probs = log_probs.exp()
-        entropy = _entropy(probs, log_probs)
+        entropy = categorical_entropy(probs, log_probs)
         with torch.no_grad():
             obs = network_input(batch.obs)
             min_q = torch.min(self.critic(obs), self.critic2(obs))
-        alpha = self.alpha._coefficient()
-        actor_loss = -(alpha * entropy + (probs * min_q).sum(dim=-1)).mean()
+        actor_loss = categorical_soft_actor_loss(probs, min_q, entropy, self.alpha.coefficient)
         # the coefficient learns from the entropy before the actor's step, as the actor's loss
-        alpha_loss = self.alpha._loss(entropy.detach())
-        if alpha_loss is None:
-            (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
-            alpha_value, alpha_loss_value = float(alpha), None
-        else:
-            new_alpha = torch.as_tensor(self.alpha._coefficient(), device=alpha_loss.device)
-            actor_value, alpha_value, alpha_loss_value = self.policy_optim.step_with_loss_values(
-                actor_loss, alpha=new_alpha, alpha_loss=alpha_loss
-            )
+        alpha_loss = self.alpha.loss(entropy.detach())
+        if alpha_loss is not None and self.alpha.optim is not None:
+            self.alpha.optim.step(alpha_loss)
+        actor_value, alpha_value, alpha_loss_value = self._step_actor(actor_loss, alpha_loss)
         self._update_lagged_network_weights()
         return DiscreteSACTrainingStats(
             actor_loss=actor_value,
@@ -245,3 +242,17 @@ class DiscreteSAC(ActorDualCriticsOffPolicyAlgorithm[DiscreteSACPolicy]):
             alpha=alpha_value,
             alpha_loss=alpha_loss_value,
         )
+
+    def _step_actor(
+        self, actor_loss: torch.Tensor, alpha_loss: torch.Tensor | None
+    ) -> tuple[float, float, float | None]:
+        """Step the actor; return its loss, the entropy coefficient and the coefficient's loss
+        (None if it does not learn), read with the actor's one device sync."""
+        if alpha_loss is None:
+            (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
+            return actor_value, float(self.alpha.coefficient), None
+        alpha = torch.as_tensor(self.alpha.coefficient, device=alpha_loss.device)
+        actor_value, alpha_value, alpha_loss_value = self.policy_optim.step_with_loss_values(
+            actor_loss, alpha=alpha, alpha_loss=alpha_loss
+        )
+        return actor_value, alpha_value, alpha_loss_value

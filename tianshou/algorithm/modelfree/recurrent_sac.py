@@ -11,7 +11,7 @@ one-step soft targets from the Polyak-averaged target critics run over the same 
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import gymnasium as gym
 import numpy as np
@@ -19,19 +19,22 @@ import torch
 from torch.distributions import Independent, Normal
 
 from tianshou.algorithm._lagged_mixins import LaggedNetworkPolyakUpdateAlgorithmMixin
+from tianshou.algorithm._obs_rows import ObsRows
 from tianshou.algorithm._sequences import masked_mean, replay_sequences, successors_extended
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, PolicyState, TrainingStats
 from tianshou.algorithm.modelfree._stored_state import numpy_state
-from tianshou.algorithm.modelfree.sac import (
-    Alpha,
-    alpha_registered_with,
-    correct_log_prob_gaussian_tanh,
-)
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
+from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_td_target
+from tianshou.algorithm.modelfree.sac import correct_log_prob_gaussian_tanh
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
-from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic
+from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic, RecurrentState
 from tianshou.utils.torch_utils import torch_device
+
+NetworkStates: TypeAlias = dict[str, RecurrentState]
+"""The recurrent state of each of the policy's networks, by name: ``actor``, ``critic`` and
+``critic2`` (as stored under ``policy.state_in``)."""
 
 
 @dataclass(kw_only=True)
@@ -100,7 +103,7 @@ class RecurrentSACPolicy(Policy):
         given = state if isinstance(state, dict | Batch) else {}
         states = {
             name: net.initial_state(len(obs)) if given.get(name) is None else given[name]
-            for name, net in (("actor", self.actor), *self._named_critics())
+            for name, net in (("actor", self.actor), *self.critics.items())
         }
         (mu, sigma), actor_next = self.actor(obs, states["actor"])
         next_state = {"actor": actor_next}
@@ -116,8 +119,19 @@ class RecurrentSACPolicy(Policy):
             result["policy"] = batch_of_parsed_values({"state_in": numpy_state(states)})
         return batch_of_parsed_values(result)
 
-    def _named_critics(self) -> list[tuple[str, RecurrentQCritic]]:
-        return [("critic", self.critic), ("critic2", self.critic2)]
+    @property
+    def critics(self) -> dict[str, RecurrentQCritic]:
+        """Both critics, by the name their states are stored under (``critic``, ``critic2``)."""
+        return {"critic": self.critic, "critic2": self.critic2}
+
+    def advance_states(self, obs: ObsRows, states: NetworkStates) -> NetworkStates:
+        """The states of the actor and of both critics after the observation sequences ``obs``
+        ``(B, T, ...)``, each run from its state in ``states`` (as stored under
+        ``policy.state_in``): what a burn-in refreshes before the trained steps."""
+        return {
+            name: net.advance(obs, states[name], sequence=True)
+            for name, net in (("actor", self.actor), *self.critics.items())
+        }
 
     def squashed_sample(
         self, mu: torch.Tensor, sigma: torch.Tensor
@@ -140,7 +154,7 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
     :param tau: Polyak coefficient of the target critics.
     :param gamma: discount factor in [0, 1].
     :param alpha: the entropy coefficient: a float or an
-        :class:`~tianshou.algorithm.modelfree.sac.Alpha` such as ``AutoAlpha``.
+        :class:`~tianshou.algorithm.modelfree.entropy_coefficient.Alpha` such as ``AutoAlpha``.
     :param burn_in: steps at the start of each sequence that only refresh the stored states.
     :param train_len: steps per sequence that are trained on.
     """
@@ -169,13 +183,13 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
         LaggedNetworkPolyakUpdateAlgorithmMixin.__init__(self, tau)
         self.actor_optim = self._create_optimizer(policy.actor, policy_optim)
         self.critic_optims = [
-            self._create_optimizer(c, critic_optim) for _, c in policy._named_critics()
+            self._create_optimizer(c, critic_optim) for c in policy.critics.values()
         ]
-        self.critics_old = [self._add_lagged_network(c) for _, c in policy._named_critics()]
+        self.critics_old = [self._add_lagged_network(c) for c in policy.critics.values()]
         self.gamma = gamma
         self.burn_in = burn_in
         self.train_len = train_len
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
 
     @property
     def seq_len(self) -> int:
@@ -189,67 +203,139 @@ class RecurrentSAC(OffPolicyAlgorithm[RecurrentSACPolicy], LaggedNetworkPolyakUp
         )
 
     def _update_with_batch(self, batch: Batch) -> RecurrentSACTrainingStats:
-        """One critic step, one actor step and one alpha step on the sequences."""
-        policy = self.policy
-        burn = self.burn_in
+        """One critic step, one actor step and one alpha step on the steps after the burn-in."""
         # o_0, then every step's next observation: position t + 1 is the successor of step t
         extended = successors_extended(batch.obs, batch.obs_next)
-        states = dict(batch.state.items())
-        with torch.no_grad():
-            target_features = [
-                old.features(extended, states[name], sequence=True)[0][:, burn + 1 :]
-                for (name, _), old in zip(policy._named_critics(), self.critics_old, strict=True)
-            ]
-            if burn > 0:
-                states = {
-                    "actor": policy.actor(extended[:, :burn], states["actor"], sequence=True)[1],
-                    **{
-                        name: critic.features(extended[:, :burn], states[name], sequence=True)[1]
-                        for name, critic in policy._named_critics()
-                    },
-                }
-        trained = extended[:, burn:]
-        valid = batch.valid[:, burn:]
-        (mu, sigma), _ = policy.actor(trained, states["actor"], sequence=True)
-        act_new, log_prob = policy.squashed_sample(mu, sigma)
-        alpha = self.alpha._coefficient()
-        with torch.no_grad():
-            next_act, next_log_prob = act_new[:, 1:], log_prob[:, 1:]
-            next_q = torch.min(
-                *[
-                    old.value(features, next_act)
-                    for old, features in zip(self.critics_old, target_features, strict=True)
-                ]
-            )
-            not_terminal = ~batch.terminated[:, burn:]
-            target = batch.rew[:, burn:] + self.gamma * not_terminal * (
-                next_q - alpha * next_log_prob
-            )
-        act = batch.act[:, burn:]
-        features = []
-        critic_losses = []
-        for (name, critic), optim in zip(policy._named_critics(), self.critic_optims, strict=True):
-            # the trained steps only: the last position is a successor, valued by the targets
-            critic_features = critic.features(trained[:, :-1], states[name], sequence=True)[0]
-            q = critic.value(critic_features, act)
-            loss = masked_mean((q - target).pow(2), valid)
-            critic_losses.append(optim.step_with_loss_values(loss)[0])
-            features.append(critic_features.detach())
-        q_new = torch.min(
-            *[
-                critic.value(f, act_new[:, :-1])
-                for (_, critic), f in zip(policy._named_critics(), features, strict=True)
-            ]
-        )
-        actor_loss = masked_mean(alpha * log_prob[:, :-1] - q_new, valid)
-        (actor_value,) = self.actor_optim.step_with_loss_values(actor_loss)
-        entropy = -log_prob[:, :-1].detach()[valid]
-        if len(entropy):  # sequences sampled right after episode starts may hold no real step
-            self.alpha._loss(entropy)
+        stored = dict(batch.state.items())
+        target_features = self._target_features(extended, stored)
+        states = self._burned_in_states(extended, stored)
+        steps = _TrainedSteps.after_burn_in(batch, extended, self.burn_in)
+        (mu, sigma), _ = self.policy.actor(steps.obs, states["actor"], sequence=True)
+        # sampled at every trained step and at the last one's successor
+        act_new, log_prob = self.policy.squashed_sample(mu, sigma)
+        alpha = self.alpha.coefficient
+        target = self._soft_targets(steps, target_features, act_new[:, 1:], log_prob[:, 1:], alpha)
+        critic_losses, features = self._step_critics(steps, states, target)
+        actor_loss = self._step_actor(steps, features, act_new[:, :-1], log_prob[:, :-1], alpha)
+        self._step_alpha(log_prob[:, :-1], steps.valid)
         self._update_lagged_network_weights()
         return RecurrentSACTrainingStats(
-            actor_loss=actor_value,
+            actor_loss=actor_loss,
             critic1_loss=critic_losses[0],
             critic2_loss=critic_losses[1],
             alpha=self.alpha.value,
+        )
+
+    @torch.no_grad()
+    def _target_features(self, extended: ObsRows, stored: NetworkStates) -> list[torch.Tensor]:
+        """The target critics' features of every trained step's successor, one tensor
+        ``(B, train_len, hidden_size)`` per critic, each run from its stored state."""
+        return [
+            old.features(extended, stored[name], sequence=True)[0][:, self.burn_in + 1 :]
+            for name, old in zip(self.policy.critics, self.critics_old, strict=True)
+        ]
+
+    def _burned_in_states(self, extended: ObsRows, stored: NetworkStates) -> NetworkStates:
+        """The stored states advanced over the burn-in steps, which only refresh them (no
+        gradient flows through them)."""
+        if self.burn_in == 0:
+            return stored
+        with torch.no_grad():
+            return self.policy.advance_states(extended[:, : self.burn_in], stored)
+
+    @torch.no_grad()
+    def _soft_targets(
+        self,
+        steps: "_TrainedSteps",
+        target_features: list[torch.Tensor],
+        next_act: torch.Tensor,
+        next_log_prob: torch.Tensor,
+        alpha: float | torch.Tensor,
+    ) -> torch.Tensor:
+        """One-step soft targets ``(B, train_len)`` from the target critics' minimum at the
+        actions sampled in the successors."""
+        next_q = torch.min(
+            *[
+                old.value(features, next_act)
+                for old, features in zip(self.critics_old, target_features, strict=True)
+            ]
+        )
+        return soft_td_target(
+            steps.rew, steps.not_terminal, self.gamma, next_q, next_log_prob, alpha
+        )
+
+    def _step_critics(
+        self, steps: "_TrainedSteps", states: NetworkStates, target: torch.Tensor
+    ) -> tuple[list[float], list[torch.Tensor]]:
+        """One step of each critic on its squared errors against ``target`` over the valid
+        steps.
+
+        :return: the critics' losses, and their features of the trained steps (detached, from
+            before the steps) for the actor's loss.
+        """
+        losses, features = [], []
+        critics = self.policy.critics.items()
+        for (name, critic), optim in zip(critics, self.critic_optims, strict=True):
+            # the trained steps only: the last position is a successor, valued by the targets
+            critic_features = critic.features(steps.obs[:, :-1], states[name], sequence=True)[0]
+            q = critic.value(critic_features, steps.act)
+            loss = masked_mean((q - target).pow(2), steps.valid)
+            losses.append(optim.step_with_loss_values(loss)[0])
+            features.append(critic_features.detach())
+        return losses, features
+
+    def _step_actor(
+        self,
+        steps: "_TrainedSteps",
+        features: list[torch.Tensor],
+        act: torch.Tensor,
+        log_prob: torch.Tensor,
+        alpha: float | torch.Tensor,
+    ) -> float:
+        """One actor step on the soft actor loss over the valid steps, the actions valued by the
+        stepped critics' heads on ``features``; returns the loss."""
+        critics = self.policy.critics.values()
+        q = torch.min(*[critic.value(f, act) for critic, f in zip(critics, features, strict=True)])
+        loss = soft_actor_loss(log_prob, q, alpha, steps.valid)
+        (value,) = self.actor_optim.step_with_loss_values(loss)
+        return value
+
+    def _step_alpha(self, log_prob: torch.Tensor, valid: torch.Tensor) -> None:
+        """One step of a learned entropy coefficient on the entropy of the valid steps."""
+        entropy = -log_prob.detach()[valid]
+        if not len(entropy):  # sequences sampled right after episode starts may hold no real step
+            return
+        alpha_loss = self.alpha.loss(entropy)
+        if alpha_loss is not None and self.alpha.optim is not None:
+            self.alpha.optim.step(alpha_loss)
+
+
+@dataclass(frozen=True)
+class _TrainedSteps:
+    """The steps of the replayed sequences after the burn-in, ``train_len`` per sequence.
+
+    :param obs: each trained step's observation, then the last one's successor,
+        ``(B, train_len + 1, ...)``.
+    :param act: the taken actions, ``(B, train_len, action_dim)``.
+    :param rew: the rewards, ``(B, train_len)``.
+    :param not_terminal: whether the episode goes on after each step, ``(B, train_len)``.
+    :param valid: which steps are real rather than padding, ``(B, train_len)``.
+    """
+
+    obs: ObsRows
+    act: torch.Tensor
+    rew: torch.Tensor
+    not_terminal: torch.Tensor
+    valid: torch.Tensor
+
+    @staticmethod
+    def after_burn_in(batch: Batch, extended: ObsRows, burn_in: int) -> "_TrainedSteps":
+        """The trained part of ``batch``'s sequences, whose observations followed by their
+        successors are ``extended``."""
+        return _TrainedSteps(
+            obs=extended[:, burn_in:],
+            act=batch.act[:, burn_in:],
+            rew=batch.rew[:, burn_in:],
+            not_terminal=~batch.terminated[:, burn_in:],
+            valid=batch.valid[:, burn_in:],
         )

@@ -33,11 +33,9 @@ from tianshou.algorithm.modelfree.ddpg import (
     ContinuousPolicyWithExplorationNoise,
     DDPGTrainingStats,
 )
-from tianshou.algorithm.modelfree.sac import (
-    Alpha,
-    alpha_registered_with,
-    correct_log_prob_gaussian_tanh,
-)
+from tianshou.algorithm.modelfree.entropy_coefficient import Alpha, alpha_registered_with
+from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_value
+from tianshou.algorithm.modelfree.sac import correct_log_prob_gaussian_tanh
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.exploration.random import BaseNoise
@@ -129,7 +127,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
     :param tau: Polyak coefficient of the target critic.
     :param gamma: discount factor in [0, 1].
     :param alpha: the entropy coefficient: a float (fixed) or an :class:`Alpha` such as
-        :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`.
+        :class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha`.
     :param n_step_return_horizon: number of rewards summed before bootstrapping.
     :param actor_delay: the actor (and a learned alpha) is stepped once every this many critic
         steps, so each update does ``actor_delay`` critic steps per actor step (the paper's
@@ -178,7 +176,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
         self.actor_delay = actor_delay
         self.deterministic_eval = deterministic_eval
         self.target_mode = target_mode
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
         self.critic_gradient_step = 0
         self._last_actor_loss = 0.0
 
@@ -207,7 +205,7 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
             torch.as_tensor(self._sample_subset())
         ]
         target_q = subset_q.min(dim=0).values if self.target_mode == "min" else subset_q.mean(0)
-        return target_q.unsqueeze(-1) - self.alpha._coefficient() * act_batch.log_prob
+        return soft_value(target_q.unsqueeze(-1), act_batch.log_prob, self.alpha.coefficient)
 
     def _update_with_batch(self, batch: Batch) -> REDQTrainingStats:
         critic_loss = self._minimize_ensemble(batch)
@@ -244,6 +242,6 @@ class REDQ(ActorCriticOffPolicyAlgorithm[REDQPolicy]):
         result = self.policy(batch)
         with frozen(self._critic_only_params):
             mean_q = self._ensemble_q(self.critic, batch.obs, result.act).mean(dim=0)
-        actor_loss = (self.alpha._coefficient() * result.log_prob.flatten() - mean_q).mean()
+        actor_loss = soft_actor_loss(result.log_prob.flatten(), mean_q, self.alpha.coefficient)
         (self._last_actor_loss,) = self.policy_optim.step_with_loss_values(actor_loss)
         return self.alpha.update(-result.log_prob.detach())

@@ -8,7 +8,6 @@ and the statistics are read from the device together, once per update.
 """
 
 import math
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,13 +18,19 @@ from torch import nn
 from torch.distributions import Independent, Normal
 
 from tianshou.algorithm._update_helpers import finite_loss_values, frozen
-from tianshou.algorithm.algorithm_base import Algorithm, PolicyState, TrainingStats
+from tianshou.algorithm.algorithm_base import PolicyState, TrainingStats
 from tianshou.algorithm.compiled_update import UpdateCompiler, is_array
 from tianshou.algorithm.modelfree.ddpg import ContinuousPolicyWithExplorationNoise
+from tianshou.algorithm.modelfree.entropy_coefficient import (
+    Alpha,
+    AutoAlpha,
+    FixedAlpha,
+    alpha_registered_with,
+)
+from tianshou.algorithm.modelfree.entropy_regularised import soft_actor_loss, soft_value
 from tianshou.algorithm.modelfree.td3 import ActorDualCriticsOffPolicyAlgorithm
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
-from tianshou.distributed.rank_group import average_gradients
 from tianshou.exploration.random import BaseNoise
 
 _TANH_EPS = float(np.finfo(np.float32).eps)
@@ -129,6 +134,21 @@ class SACPolicy(ContinuousPolicyWithExplorationNoise):
             }
         )
 
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """The shape of one (unbatched) action."""
+        return self._action_shape
+
+    def squashed_actions(
+        self, obs: torch.Tensor, noise: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actions :meth:`forward` samples for ``obs`` (a tensor, no hidden state) with the
+        standard-normal ``noise`` ``(B, *action_shape)`` given rather than drawn, and their
+        log-densities ``(B, 1)``: for an update that draws the noise outside a compiled graph.
+        """
+        mu, sigma, _ = self._gaussian_parameters(obs, None, None)
+        return self._squashed_sample(mu, sigma, noise)
+
     @staticmethod
     def _squashed_sample(
         mu: torch.Tensor, sigma: torch.Tensor, noise: torch.Tensor
@@ -166,134 +186,6 @@ def _squashed_log_prob(
     negated Gaussian log-density without its constant ``log(2 pi) / 2``."""
     summed = neg_gaussian_log_prob.sum(-1, keepdim=True).neg_() - mu.shape[-1] * _HALF_LOG_2PI
     return correct_log_prob_gaussian_tanh(summed, act)
-
-
-class Alpha(ABC):
-    """The entropy coefficient of SAC: its current value and how it learns.
-
-    Learned coefficients are also ``nn.Module`` s (like :class:`AutoAlpha`), so that their
-    parameters are part of the algorithm's state dict.
-    """
-
-    @staticmethod
-    def from_float_or_instance(alpha: "float | Alpha") -> "Alpha":
-        """``alpha`` itself if it is an :class:`Alpha`, else a :class:`FixedAlpha` of the float.
-
-        :raises TypeError: for anything else (booleans included).
-        """
-        if isinstance(alpha, Alpha):
-            return alpha
-        if isinstance(alpha, int | float) and not isinstance(alpha, bool):
-            return FixedAlpha(float(alpha))
-        raise TypeError(f"alpha must be a float or an Alpha (e.g. AutoAlpha), got {alpha!r}")
-
-    @property
-    @abstractmethod
-    def value(self) -> float:
-        """The current coefficient."""
-
-    @abstractmethod
-    def update(self, entropy: torch.Tensor) -> float | None:
-        """Adapt the coefficient to the policy's entropy.
-
-        :param entropy: per-sample entropy estimates ``-log pi(a|s)`` (detached).
-        :return: the coefficient's loss, or None if it does not learn.
-        """
-
-    def _coefficient(self) -> float | torch.Tensor:
-        """The coefficient for the losses, without a device sync where possible."""
-        return self.value
-
-    def _loss(self, entropy: torch.Tensor) -> torch.Tensor | None:
-        """Take one learning step and return the (unsynchronised) loss, or None."""
-        loss = self.update(entropy)
-        return None if loss is None else torch.tensor(loss)
-
-
-class FixedAlpha(Alpha):
-    """A constant entropy coefficient.
-
-    :param alpha: the coefficient, >= 0.
-    """
-
-    def __init__(self, alpha: float) -> None:
-        if alpha < 0:
-            raise ValueError(f"alpha must be non-negative, got {alpha}")
-        self._value = float(alpha)
-
-    @property
-    def value(self) -> float:
-        return self._value
-
-    def update(self, entropy: torch.Tensor) -> None:
-        """A fixed coefficient does not learn."""
-        return None
-
-    def _loss(self, entropy: torch.Tensor) -> None:
-        return None
-
-
-class AutoAlpha(nn.Module, Alpha):
-    """An entropy coefficient learned so that the policy's entropy tracks a target.
-
-    It minimises ``-log_alpha * (target_entropy - entropy)``: alpha grows while the entropy is
-    below the target and shrinks while it is above.
-
-    :param target_entropy: the desired entropy, customarily ``-action_dim``.
-    :param log_alpha: the initial ``log(alpha)``.
-    :param optim: the factory of the optimizer of ``log_alpha`` (no LR scheduler).
-    """
-
-    def __init__(
-        self, target_entropy: float, log_alpha: float | torch.Tensor, optim: OptimizerFactory
-    ) -> None:
-        super().__init__()
-        self._target_entropy = float(target_entropy)
-        self._log_alpha = nn.Parameter(torch.tensor(float(log_alpha)))
-        self._optim_factory = optim
-        self._optim, lr_scheduler = optim.create_instances(self)
-        if lr_scheduler is not None:
-            raise ValueError("AutoAlpha does not support learning-rate schedulers")
-
-    @property
-    def target_entropy(self) -> float:
-        return self._target_entropy
-
-    @property
-    def value(self) -> float:
-        return float(self._log_alpha.detach().exp().item())
-
-    def _coefficient(self) -> torch.Tensor:
-        return self._log_alpha.detach().exp()
-
-    def update(self, entropy: torch.Tensor) -> float:
-        """One optimizer step on the coefficient's loss; returns the loss."""
-        return float(self._loss(entropy).item())
-
-    def _loss(self, entropy: torch.Tensor) -> torch.Tensor:
-        # the loss is linear in log_alpha, so its gradient is set directly (no autograd pass)
-        # d loss / d log_alpha = mean(entropy - target), the negated entropy deficit; assigning
-        # it replaces the previous gradient, so no zero_grad call is needed
-        grad = (entropy.detach() - self._target_entropy).mean().to(self._log_alpha)
-        loss = self._log_alpha.detach() * grad
-        self._log_alpha.grad = grad
-        average_gradients(self._optim)
-        self._optim.step()
-        return loss
-
-
-def alpha_registered_with(algorithm: Algorithm, alpha: float | Alpha) -> Alpha:
-    """``alpha`` as an :class:`Alpha`; a learned coefficient's optimizer is registered with
-    ``algorithm``, so that its state is saved and restored with the algorithm's checkpoints.
-
-    :param algorithm: the algorithm that owns the coefficient (SAC, discrete SAC, REDQ).
-    :param alpha: a fixed coefficient or an :class:`Alpha` instance.
-    """
-    coefficient = Alpha.from_float_or_instance(alpha)
-    if isinstance(coefficient, AutoAlpha):
-        registered = algorithm._create_optimizer(coefficient, coefficient._optim_factory)
-        coefficient._optim = registered.torch_optimizer
-    return coefficient
 
 
 class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
@@ -345,7 +237,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             n_step_return_horizon=n_step_return_horizon,
         )
         self.deterministic_eval = deterministic_eval
-        self.alpha = alpha_registered_with(self, alpha)
+        self.alpha = alpha_registered_with(self._create_optimizer, alpha)
 
     def _target_q_compute_action(self, obs_batch: Batch) -> Batch:
         return self.policy(obs_batch)
@@ -353,20 +245,19 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     def _target_q_compute_value(self, obs_batch: Batch, act_batch: Batch) -> torch.Tensor:
         """Soft value: the twin-critic minimum minus ``alpha * log pi(a'|s')``."""
         min_q = super()._target_q_compute_value(obs_batch, act_batch)
-        return min_q - self.alpha._coefficient() * act_batch.log_prob
+        return soft_value(min_q, act_batch.log_prob, self.alpha.coefficient)
 
     def _target_values(
         self, obs: torch.Tensor, noise: torch.Tensor, alpha: float | torch.Tensor
     ) -> torch.Tensor:
         """The compiled target: the soft value at actions sampled with ``noise``."""
-        mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
-        act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
+        act, log_prob = self.policy.squashed_actions(obs, noise)
         min_q = torch.min(self.critic_old(obs, act), self.critic2_old(obs, act))
-        return min_q - alpha * log_prob
+        return soft_value(min_q, log_prob, alpha)
 
     def _compiled_target_q(self, compiler: UpdateCompiler, obs_next: torch.Tensor) -> torch.Tensor:
-        noise = compiler.standard_normal(len(obs_next), *self.policy._action_shape)
-        alpha = self.alpha._coefficient()
+        noise = compiler.standard_normal(len(obs_next), *self.policy.action_shape)
+        alpha = self.alpha.coefficient
         return compiler("target", self._target_values, obs_next, noise, alpha)
 
     def _update_with_batch(self, batch: Batch) -> SACTrainingStats:
@@ -375,11 +266,12 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             return self._compiled_update_with_batch(batch, compiler)
         critic1_loss, critic2_loss = self._minimize_critics(batch)
         result = self.policy(batch)
-        alpha = self.alpha._coefficient()
         with frozen(self._critic_only_params):
             q1 = self.critic(batch.obs, result.act).flatten()
             q2 = self.critic2(batch.obs, result.act).flatten()
-        actor_loss = (alpha * result.log_prob.flatten() - torch.min(q1, q2)).mean()
+        actor_loss = soft_actor_loss(
+            result.log_prob.flatten(), torch.min(q1, q2), self.alpha.coefficient
+        )
         return self._step_actor_and_alpha(actor_loss, result.log_prob, critic1_loss, critic2_loss)
 
     def _actor_losses(
@@ -387,11 +279,10 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The compiled actor step: ``(actor loss, log-probabilities (B, 1))`` of the actions
         sampled with the standard-normal ``noise``."""
-        mu, sigma, _ = self.policy._gaussian_parameters(obs, None, None)
-        act, log_prob = self.policy._squashed_sample(mu, sigma, noise)
+        act, log_prob = self.policy.squashed_actions(obs, noise)
         q1 = self.critic(obs, act).flatten()
         q2 = self.critic2(obs, act).flatten()
-        return (alpha * log_prob.flatten() - torch.min(q1, q2)).mean(), log_prob
+        return soft_actor_loss(log_prob.flatten(), torch.min(q1, q2), alpha), log_prob
 
     def _compiled_update_with_batch(
         self, batch: Batch, compiler: UpdateCompiler
@@ -401,10 +292,10 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
         inputs = self._compiled_step_inputs(batch)
         critic1_loss, critic2_loss = self._compiled_minimize_critics(batch, compiler, inputs)
         obs = inputs[0]
-        noise = compiler.standard_normal(len(obs), *self.policy._action_shape)
+        noise = compiler.standard_normal(len(obs), *self.policy.action_shape)
         with frozen(self._critic_only_params):
             actor_loss, log_prob = compiler(
-                "actor", self._actor_losses, obs, noise, self.alpha._coefficient()
+                "actor", self._actor_losses, obs, noise, self.alpha.coefficient
             )
         return self._step_actor_and_alpha(actor_loss, log_prob, critic1_loss, critic2_loss)
 
@@ -417,7 +308,9 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
     ) -> SACTrainingStats:
         """Step the actor and the entropy coefficient, move the target critics, and report."""
         (actor_value,) = self.policy_optim.step_with_loss_values(actor_loss)
-        alpha_loss = self.alpha._loss(-log_prob.detach())
+        alpha_loss = self.alpha.loss(-log_prob.detach())
+        if alpha_loss is not None and self.alpha.optim is not None:
+            self.alpha.optim.step(alpha_loss)
         self._update_lagged_network_weights()
         alpha_value, alpha_loss_value = self._alpha_stats(alpha_loss)
         return SACTrainingStats(
@@ -433,7 +326,7 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
 
         :raises FloatingPointError: if a learned coefficient or its loss became NaN or infinite.
         """
-        coefficient = self.alpha._coefficient()
+        coefficient = self.alpha.coefficient
         if alpha_loss is None:
             return float(coefficient), None
         alpha_value, alpha_loss_value = finite_loss_values(
@@ -442,3 +335,14 @@ class SAC(ActorDualCriticsOffPolicyAlgorithm[SACPolicy]):
             alpha_loss=alpha_loss,
         )
         return alpha_value, alpha_loss_value
+
+
+__all__ = [
+    "SAC",
+    "Alpha",
+    "AutoAlpha",
+    "FixedAlpha",
+    "SACPolicy",
+    "SACTrainingStats",
+    "correct_log_prob_gaussian_tanh",
+]

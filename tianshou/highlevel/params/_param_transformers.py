@@ -174,7 +174,7 @@ class ParamTransformerOptimFactory(ParamTransformer):
 
 class ParamTransformerAutoAlpha(ParamTransformer):
     """Creates a learned entropy coefficient from an :class:`AutoAlphaFactory`; floats and
-    :class:`~tianshou.algorithm.modelfree.sac.Alpha` instances are kept.
+    :class:`~tianshou.algorithm.modelfree.entropy_coefficient.Alpha` instances are kept.
 
     :param key: the entropy-coefficient parameter.
     """

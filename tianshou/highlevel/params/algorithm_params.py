@@ -15,7 +15,7 @@ only constructor keyword arguments, ready for the procedural classes:
   ``*optim`` fields of the parameter object are consumed;
 * ``exploration_noise``: a :class:`~tianshou.exploration.BaseNoise`, None or ``"default"``
   (which the policy resolves as the procedural API does);
-* ``alpha``: a float or an :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha`;
+* ``alpha``: a float or an :class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha`;
 * ``policy_noise``, ``noise_clip``: floats;
 * ``action_scaling``: a bool (``"default"``: True exactly for continuous actions).
 

@@ -28,7 +28,8 @@ class AutoAlphaFactory(ToStringMixin, ABC):
 
 
 class AutoAlphaFactoryDefault(AutoAlphaFactory):
-    """An :class:`~tianshou.algorithm.modelfree.sac.AutoAlpha` tracking a target entropy.
+    """An :class:`~tianshou.algorithm.modelfree.entropy_coefficient.AutoAlpha` tracking a target
+    entropy.
 
     The target entropy is ``target_entropy_coefficient`` times a measure of the action space's
     size: ``action_dim`` for continuous actions, ``log(num_actions)`` for discrete ones (the
