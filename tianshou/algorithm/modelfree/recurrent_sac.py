@@ -19,7 +19,6 @@ import torch
 from torch.distributions import Independent, Normal
 
 from tianshou.algorithm._lagged_mixins import LaggedNetworkPolyakUpdateAlgorithmMixin
-from tianshou.algorithm._obs_rows import ObsRows
 from tianshou.algorithm._sequences import masked_mean, replay_sequences, successors_extended
 from tianshou.algorithm.algorithm_base import OffPolicyAlgorithm, Policy, PolicyState, TrainingStats
 from tianshou.algorithm.modelfree._stored_state import numpy_state
@@ -29,6 +28,7 @@ from tianshou.algorithm.modelfree.sac import correct_log_prob_gaussian_tanh
 from tianshou.algorithm.optim import OptimizerFactory
 from tianshou.data.batch import Batch, batch_of_parsed_values
 from tianshou.data.buffer.buffer_base import ReplayBuffer
+from tianshou.spaces.dict_observations import ObsRows
 from tianshou.utils.net.recurrent import RecurrentGaussianActor, RecurrentQCritic, RecurrentState
 from tianshou.utils.torch_utils import torch_device
 
