@@ -3,16 +3,11 @@ reported without losing the others), Ctrl-C and resuming from a checkpoint, skip
 runs, a 2-node local Ray cluster writing the same files as the local launcher, and the command
 line's checks of its input."""
 
-import contextlib
 import json
-import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +17,9 @@ import pytest
 from benchmark.campaign.execute import RESULT_KEYS, RunOutcome
 from benchmark.campaign.plan import RunSpec
 from benchmark.run_benchmark import main, progress_line
+from test.local_ray import two_node_ray_cluster
 
 REPO = Path(__file__).resolve().parents[2]
-RAY = Path(sys.executable).parent / "ray"
 TINY = ["--tasks", "Hopper-v5", "--seeds", "0", "--config", "hidden_sizes=16"]
 TINY += ["--config", "num_test_envs=1", "--config", "sac:start_timesteps=100"]
 TINY += ["--config", "sac:batch_size=32"]
@@ -139,69 +134,10 @@ def test_ctrl_c_stops_every_run_and_a_rerun_resumes_then_skips(tmp_path: Path) -
     assert (run_dir / "result.json").stat().st_mtime_ns == finished
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
-
-
-def node_ports() -> list[str]:
-    """Options giving a node's servers free ports (two nodes share this machine)."""
-    names = ["dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port"]
-    names += ["metrics-export-port", "node-manager-port", "object-manager-port"]
-    return [f"--{name}={port}" for name, port in zip(names, free_ports(len(names)), strict=True)]
-
-
 @pytest.fixture
 def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
-    """A 2-node Ray cluster on this machine, one CPU each: its address and the environment to
-    reach it with. Each node runs in its own process group, which teardown kills."""
-    env = dict(os.environ, RAY_AUTH_MODE="disabled")
-    temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # unix socket paths must be short
-    port, client_port = free_ports(2)
-    address = f"127.0.0.1:{port}"
-    common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
-    head = [str(RAY), "start", "--head", f"--port={port}", f"--temp-dir={temp_dir}"]
-    head += ["--include-dashboard=false", f"--ray-client-server-port={client_port}"]
-    worker = [str(RAY), "start", f"--address={address}", *common, *node_ports()]
-    nodes = [  # the worker node retries until the head is up
-        subprocess.Popen(command, env=env, start_new_session=True)
-        for command in ([*head, *common, *node_ports()], worker)
-    ]
-    try:
-        _wait_for_nodes(address, env, 2)
-        yield address, env
-    finally:
-        _stop_groups(nodes)
-        shutil.rmtree(temp_dir, ignore_errors=True)
-
-
-def _wait_for_nodes(address: str, env: dict[str, str], count: int) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        status = subprocess.run(
-            [str(RAY), "status", f"--address={address}"], env=env, capture_output=True, text=True
-        ).stdout
-        active = status.split("Active:")[-1].split("Pending:")[0]
-        if active.count("node_") >= count:
-            return
-        time.sleep(1)
-    raise TimeoutError(f"the Ray cluster at {address} did not reach {count} nodes")
-
-
-def _stop_groups(processes: list[subprocess.Popen[bytes]]) -> None:
-    """End each process's group: SIGTERM, a few seconds' grace, then SIGKILL."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        for process in processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signum)
-        for process in processes:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(5)
+    with two_node_ray_cluster() as cluster:
+        yield cluster
 
 
 def test_local_and_two_node_ray_launchers_run_a_campaign_to_the_same_files(

@@ -1,7 +1,8 @@
 """Data-parallel training on ``torch.distributed``: one replica of the algorithm per rank,
 gradients averaged at every optimizer step, running statistics merged, decisions agreed.
 
-See ``docs/distributed.md`` for when it pays and how to launch it.
+A job is started by torchrun (every process calls :func:`data_parallel`) or, on a Ray cluster,
+by :func:`launch_on_ray_train`. See ``docs/distributed.md`` for when it pays and how to launch it.
 """
 
 from tianshou.distributed.process_group import DEFAULT_TIMEOUT_S, data_parallel, rank_device
@@ -13,6 +14,7 @@ from tianshou.distributed.rank_group import (
     average_gradients,
     current_rank_group,
 )
+from tianshou.distributed.ray_launcher import launch_on_ray_train
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -23,5 +25,6 @@ __all__ = [
     "average_gradients",
     "current_rank_group",
     "data_parallel",
+    "launch_on_ray_train",
     "rank_device",
 ]

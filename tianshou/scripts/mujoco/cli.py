@@ -78,6 +78,21 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
         default=DEFAULT_TIMEOUT_S,
         help="seconds a rank waits for the others before the job fails",
     )
+    parser.add_argument(
+        "--launcher",
+        default="torchrun",
+        choices=["torchrun", "ray"],
+        help="who starts the ranks of a --distributed job: torchrun (the script is one rank), "
+        "or ray (the script is the driver of --num-workers Ray Train workers; implies "
+        "--distributed)",
+    )
+    parser.add_argument("--num-workers", type=int, default=2, help="ranks of a --launcher ray job")
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="head node (HOST:PORT) of the Ray cluster of --launcher ray; default: RAY_ADDRESS, "
+        "else a local Ray",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_torch_threads_option(parser)
     parser.set_known_defaults(**defaults)

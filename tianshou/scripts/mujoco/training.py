@@ -10,6 +10,7 @@ import argparse
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from typing import TypeVar
 
 import gymnasium as gym
@@ -23,6 +24,7 @@ from tianshou.distributed import (
     RankGroup,
     current_rank_group,
     data_parallel,
+    launch_on_ray_train,
     rank_device,
 )
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
@@ -66,6 +68,10 @@ def run_experiment(
     """Train ``build(args, env)`` with ``train`` or, with ``--watch``, evaluate it, with torch's
     thread count of ``--torch-threads``.
 
+    With ``--distributed`` this process is one rank of a torchrun job; with ``--launcher ray``
+    it is the driver of a job of ``--num-workers`` ranks on Ray Train (at ``--ray-address``),
+    and returns rank 0's result (see ``docs/distributed.md``).
+
     With ``--resume-path`` the saved state (networks, optimisers and observation statistics) is
     loaded first, and training continues from it (an off-policy run also with the replay buffer
     saved beside it, see :func:`train_off_policy`). Training ends by testing the final policy on
@@ -77,14 +83,37 @@ def run_experiment(
     display, MuJoCo is first set to render off-screen
     (:func:`~tianshou.evaluation.video.select_offscreen_rendering`).
     """
+    if args.launcher != "ray":
+        return _run_rank(args, algo_name, build, train, obs_norm)
+    if args.watch:
+        raise ValueError("--watch evaluates in one process: drop --launcher ray")
+    results = launch_on_ray_train(
+        partial(_run_rank, args, algo_name, build, train, obs_norm),
+        num_workers=args.num_workers,
+        use_gpu=torch.device(args.device).type == "cuda",
+        ray_address=args.ray_address,
+        timeout_s=args.distributed_timeout,
+    )
+    return results[0]
+
+
+def _run_rank(
+    args: argparse.Namespace,
+    algo_name: str,
+    build: Callable[[argparse.Namespace, gym.Env], TAlgorithm],
+    train: TrainFn,
+    obs_norm: bool,
+) -> InfoStats | CollectStats:
+    """:func:`run_experiment` in this process: a single process, or one rank of a job."""
     select_offscreen_rendering()
     with torch_threads_from_args(args), _rank_group(args) as ranks:
         return _run(args, algo_name, build, train, obs_norm, ranks)
 
 
 def _rank_group(args: argparse.Namespace) -> AbstractContextManager[RankGroup]:
-    """With ``--distributed``, this process's rank of the torchrun job; else a single process."""
-    if not args.distributed:
+    """With ``--distributed`` (or ``--launcher ray``), this process's rank of the job that
+    torchrun or Ray Train started; else a single process."""
+    if not (args.distributed or args.launcher == "ray"):
         return nullcontext(SINGLE_PROCESS)
     if args.watch:
         raise ValueError("--watch evaluates in one process: drop --distributed")
