@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from test.distributed.ranks import run_ranks
+from test.local_ray import fresh_local_ray
 from tianshou.distributed import DataParallel
 from tianshou.evaluation.launcher import JoblibExpLauncher, RegisteredExpLauncher
 from tianshou.highlevel.config import OffPolicyTrainingConfig, OnPolicyTrainingConfig
@@ -488,3 +489,33 @@ def test_a_data_parallel_experiment_trains_equal_replicas_and_rank_0_persists(
     run_dir = tmp_path / "data_parallel"
     assert (run_dir / "experiment.pkl").is_file()
     assert len([n for n in os.listdir(run_dir) if n.startswith("events.out.tfevents")]) == 1
+
+
+@pytest.mark.slow
+def test_a_data_parallel_experiment_runs_on_ray_train_workers_and_returns_rank_0s_result(
+    tmp_path: Path,
+) -> None:
+    config = experiment_config(
+        tmp_path,
+        data_parallel=True,
+        data_parallel_launcher="ray",
+        data_parallel_num_workers=2,
+        data_parallel_timeout_s=20.0,
+        watch=False,
+    )
+    builder = make_builder(PPOExperimentBuilder, "CartPole-v1", config)
+    with fresh_local_ray(num_cpus=2):
+        result = builder.with_name("ray_train").build_and_run()
+    assert result.trainer_result is not None
+    # one epoch of EPOCH_NUM_STEPS env steps, collected by both workers 30 + 30 at a time
+    assert result.trainer_result.train_step == EPOCH_NUM_STEPS
+    with pytest.raises(AttributeError, match="Ray Train workers"):
+        _ = result.world
+    run_dir = tmp_path / "ray_train"
+    assert (run_dir / "experiment.pkl").is_file()
+    assert len([n for n in os.listdir(run_dir) if n.startswith("events.out.tfevents")]) == 1
+
+
+def test_the_ray_launcher_is_refused_without_data_parallel(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="set data_parallel=True"):
+        experiment_config(tmp_path, data_parallel_launcher="ray")

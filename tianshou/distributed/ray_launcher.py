@@ -65,7 +65,7 @@ def launch_on_ray_train(
     storage = tempfile.mkdtemp(prefix="tianshou-ray-train-")
     try:
         trainer = TorchTrainer(
-            _run_rank,
+            _run_rank,  # type: ignore[arg-type]  # v2 returns its value; the stubs are v1's
             train_loop_config={"rank_fn": rank_fn},
             scaling_config=ScalingConfig(num_workers=num_workers, use_gpu=use_gpu),
             torch_config=TorchConfig(
@@ -79,14 +79,14 @@ def launch_on_ray_train(
             raise RuntimeError(_failure_report(error, num_workers)) from error
         if result.error is not None:
             raise RuntimeError(_failure_report(result.error, num_workers)) from result.error
-        return list(result.return_value)
+        return list(result.return_value)  # type: ignore[attr-defined]  # v2's Result has it
     finally:
         shutil.rmtree(storage, ignore_errors=True)
         if connected:
             ray.shutdown()
 
 
-def _run_rank(config: Mapping[str, Any]) -> list[Any] | None:
+def _run_rank(config: dict[str, Any]) -> list[Any] | None:
     """A Ray Train worker: run the rank function, then hand every rank's result to rank 0,
     whose return value is the one Ray Train gives back to the driver."""
     result = config["rank_fn"]()

@@ -11,6 +11,8 @@ import random
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Literal
 
 import numpy as np
 import torch
@@ -22,6 +24,7 @@ from tianshou.distributed import (
     RankGroup,
     current_rank_group,
     data_parallel,
+    launch_on_ray_train,
 )
 from tianshou.evaluation.launcher import ExpLauncher, RegisteredExpLauncher, resolve_launcher
 from tianshou.highlevel.algorithm import AlgorithmFactory
@@ -29,7 +32,7 @@ from tianshou.highlevel.config import (
     TrainingConfig,
 )
 from tianshou.highlevel.env import EnvFactory, has_display
-from tianshou.highlevel.experiment_result import ExperimentResult
+from tianshou.highlevel.experiment_result import ExperimentResult, WorkersRunResult
 from tianshou.highlevel.logger import LoggerFactory, LoggerFactoryDefault, TLogger
 from tianshou.highlevel.persistence import (
     PersistenceGroup,
@@ -79,6 +82,14 @@ class ExperimentConfig:
         :mod:`tianshou.distributed`): each rank trains a replica on its own envs, with
         gradients averaged at every step; only rank 0 persists, logs, tests and watches.
     :param data_parallel_timeout_s: how long a rank waits for the others before the job fails.
+    :param data_parallel_launcher: who starts the ranks of a data-parallel run: ``"torchrun"``
+        (the script is started once per rank), or ``"ray"``: :meth:`Experiment.run` is the
+        driver of ``data_parallel_num_workers`` Ray Train workers, each running the experiment
+        as one rank, and returns rank 0's training result (the worlds stay in the workers).
+        Only with ``data_parallel=True``.
+    :param data_parallel_num_workers: the number of ranks of a Ray Train run.
+    :param data_parallel_ray_address: the head node (``HOST:PORT``) of the Ray cluster of a Ray
+        Train run; None: the cluster ``RAY_ADDRESS`` names, else a local Ray.
     """
 
     seed: int = 42
@@ -94,6 +105,9 @@ class ExperimentConfig:
     policy_persistence_mode: PolicyPersistence.Mode = PolicyPersistence.Mode.POLICY
     data_parallel: bool = False
     data_parallel_timeout_s: float = DEFAULT_TIMEOUT_S
+    data_parallel_launcher: Literal["torchrun", "ray"] = "torchrun"
+    data_parallel_num_workers: int = 2
+    data_parallel_ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.watch_num_episodes < 1:
@@ -104,6 +118,10 @@ class ExperimentConfig:
         if self.watch_render < 0:
             raise ValueError(
                 f"watch_render is a pause in seconds (0: no rendering), got {self.watch_render}"
+            )
+        if self.data_parallel_launcher == "ray" and not self.data_parallel:
+            raise ValueError(
+                "data_parallel_launcher='ray' launches a data-parallel run: set data_parallel=True"
             )
 
 
@@ -341,6 +359,41 @@ class Experiment(ToStringMixin):
             so that results of an earlier run are not mixed with (or overwritten by) this one.
         :return: the world of the run and what training returned.
         """
+        if self.config.data_parallel and self.config.data_parallel_launcher == "ray":
+            return self._run_on_ray_train(run_name, logger_run_id, raise_error_on_dirname_collision)
+        return self._run_as_rank(run_name, logger_run_id, raise_error_on_dirname_collision)
+
+    def _run_on_ray_train(
+        self,
+        run_name: str | None,
+        logger_run_id: str | None,
+        raise_error_on_dirname_collision: bool,
+    ) -> ExperimentResult:
+        """Run the experiment on Ray Train workers, one rank each, and return rank 0's
+        training result."""
+        config = self.config
+        results = launch_on_ray_train(
+            partial(
+                _trainer_result_of_rank,
+                self,
+                run_name,
+                logger_run_id,
+                raise_error_on_dirname_collision,
+            ),
+            num_workers=config.data_parallel_num_workers,
+            use_gpu=torch.device(config.device).type == "cuda",
+            ray_address=config.data_parallel_ray_address,
+            timeout_s=config.data_parallel_timeout_s,
+        )
+        return WorkersRunResult(results[0])
+
+    def _run_as_rank(
+        self,
+        run_name: str | None,
+        logger_run_id: str | None,
+        raise_error_on_dirname_collision: bool,
+    ) -> ExperimentResult:
+        """Run the experiment in this process: alone, or as one rank of a data-parallel run."""
         name = self.name if run_name is None else os.path.join(self.name, run_name)
         directory = self._persistence_dir(name)
         with self._rank_group() as ranks:
@@ -350,7 +403,8 @@ class Experiment(ToStringMixin):
             return self._run(name, directory, logger_run_id, raise_error_on_dirname_collision)
 
     def _rank_group(self) -> AbstractContextManager[RankGroup]:
-        """With ``config.data_parallel``, this process's rank of the torchrun job."""
+        """With ``config.data_parallel``, this process's rank of the job that torchrun or Ray
+        Train started."""
         if not self.config.data_parallel:
             return nullcontext(SINGLE_PROCESS)
         return data_parallel(self.config.device, timeout_s=self.config.data_parallel_timeout_s)
@@ -411,6 +465,19 @@ class Experiment(ToStringMixin):
             f"Watched {stats.n_collected_episodes} episodes: mean return "
             f"{returns.mean if returns is not None else float('nan')}"
         )
+
+
+def _trainer_result_of_rank(
+    experiment: Experiment,
+    run_name: str | None,
+    logger_run_id: str | None,
+    raise_error_on_dirname_collision: bool,
+) -> InfoStats | None:
+    """A Ray Train worker's part of :meth:`Experiment.run`: the experiment run as one rank; only
+    the training result goes back to the driver (the world cannot leave the process)."""
+    return experiment._run_as_rank(
+        run_name, logger_run_id, raise_error_on_dirname_collision
+    ).trainer_result
 
 
 class ExperimentCollection:

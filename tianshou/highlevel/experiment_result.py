@@ -40,6 +40,29 @@ class ExperimentResult:
     trainer_result: InfoStats | None
 
 
+class WorkersRunResult(ExperimentResult):
+    """What a run trained by Ray Train workers returns in the driver that launched them: rank
+    0's training result. The world (envs, algorithm, trainer) lives and ends in the workers, so
+    :attr:`world` raises an AttributeError saying so.
+
+    :param trainer_result: what training returned on rank 0; None if the run did not train.
+    """
+
+    def __init__(self, trainer_result: InfoStats | None) -> None:
+        self.trainer_result = trainer_result
+
+    def __getattr__(self, name: str) -> World:
+        if name == "world":
+            raise AttributeError(
+                "this run trained on Ray Train workers, whose worlds stayed in their processes: "
+                "only rank 0's trainer_result came back"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(trainer_result={self.trainer_result!r})"
+
+
 class SeedResults(list[InfoStats | None]):
     """What :meth:`~tianshou.highlevel.experiment.ExperimentBuilder.build_and_run` returns,
     whatever the number of experiments: the training results of its runs in seed order (None
@@ -84,9 +107,8 @@ class SeedResults(list[InfoStats | None]):
         :param result: what :meth:`~tianshou.highlevel.experiment.Experiment.run` returned.
         :param run: what the run was and where it wrote; None if not known.
         """
-        return _SingleRunResults(
-            [result.trainer_result], result.world, runs=() if run is None else (run,)
-        )
+        world = None if isinstance(result, WorkersRunResult) else result.world
+        return _SingleRunResults([result.trainer_result], world, runs=() if run is None else (run,))
 
     @property
     def trainer_result(self) -> InfoStats | None:
@@ -105,6 +127,10 @@ class SeedResults(list[InfoStats | None]):
         """The run's world, for a single run (as in :class:`ExperimentResult`); an
         AttributeError for several runs.
         """
+        if self._world is None and len(self) == 1:
+            raise AttributeError(
+                "the world of this run stayed in the processes that ran it (Ray Train workers)"
+            )
         if self._world is None:
             raise AttributeError(
                 f"only a single experiment (num_experiments=1) keeps its world, but these are "
