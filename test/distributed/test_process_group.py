@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from test.distributed.ranks import free_port
-from tianshou.distributed import rank_device
+from tianshou.distributed import SINGLE_PROCESS, current_rank_group, data_parallel, rank_device
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,3 +97,18 @@ def test_two_torchrun_nodes_meet_by_rendezvous_and_train_together(tmp_path: Path
     assert [node.returncode for node in nodes] == [0, 0], errors
     result = json.loads((tmp_path / "Pendulum-v1" / "sac" / "0" / "result.json").read_text())
     assert result["env_steps"] == 100  # the epoch's env steps, collected by both nodes
+
+
+def test_a_process_group_set_up_before_is_joined_and_left_in_place(tmp_path: Path) -> None:
+    """As in a Ray Train worker, whose process group Ray Train initialises and destroys."""
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    try:
+        with data_parallel("cpu", timeout_s=5) as ranks:
+            assert (ranks.rank, ranks.world_size) == (0, 1)
+            assert current_rank_group() is ranks
+        assert dist.is_initialized()
+        assert current_rank_group() is SINGLE_PROCESS
+    finally:
+        dist.destroy_process_group()

@@ -41,9 +41,11 @@ def data_parallel(
     """Join the job this process was started in as one rank, for the duration of the block.
 
     Initialises the process group from the launcher's environment variables (NCCL for a CUDA
-    device, gloo otherwise) unless it is initialised already, makes the returned
-    :class:`DataParallel` the rank group of the trainers and optimizers, and on leaving
-    restores single-process behaviour and destroys a process group it created. An exception
+    device, gloo otherwise) unless it is initialised already, as in a Ray Train worker (see
+    :func:`~tianshou.distributed.launch_on_ray_train`), which then joins it. It makes the
+    returned :class:`DataParallel` the rank group of the trainers and optimizers, and on
+    leaving restores single-process behaviour and destroys the process group only if it
+    created it (a joined one stays to whoever set it up). An exception
     leaving the block is re-raised naming the rank that failed first and why (see
     :func:`_failure_report`), so the launcher's report names the cause rather than the other
     ranks' lost connections.
