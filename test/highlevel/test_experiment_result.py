@@ -9,6 +9,7 @@ import pytest
 
 from tianshou.data import InfoStats
 from tianshou.highlevel.experiment import ExperimentResult, SeedResults
+from tianshou.highlevel.experiment_result import WorkersRunResult
 from tianshou.highlevel.world import World
 
 # stand-ins: the results only hold and hand out these objects
@@ -58,3 +59,15 @@ def test_one_result_without_a_world_ran_elsewhere() -> None:
 def test_a_world_belongs_to_exactly_one_result() -> None:
     with pytest.raises(ValueError, match="a world belongs to a single run, but there are 2"):
         SeedResults([STATS, STATS], world=WORLD)
+
+
+def test_a_run_on_ray_train_workers_has_rank_0s_result_and_says_where_its_world_is() -> None:
+    result = WorkersRunResult(STATS)
+    assert result.trainer_result is STATS
+    assert "WorkersRunResult" in repr(result)
+    single = SeedResults.of_single_run(result)
+    assert isinstance(single, ExperimentResult)
+    assert single.trainer_result is STATS
+    for each in (result, single):
+        with pytest.raises(AttributeError, match="Ray Train workers"):
+            _ = each.world

@@ -40,6 +40,12 @@ class ExperimentResult:
     trainer_result: InfoStats | None
 
 
+_WORLD_IN_WORKERS = (
+    "this run trained on Ray Train workers, whose worlds stayed in their processes: only rank "
+    "0's trainer_result came back"
+)
+
+
 class WorkersRunResult(ExperimentResult):
     """What a run trained by Ray Train workers returns in the driver that launched them: rank
     0's training result. The world (envs, algorithm, trainer) lives and ends in the workers, so
@@ -53,10 +59,7 @@ class WorkersRunResult(ExperimentResult):
 
     def __getattr__(self, name: str) -> World:
         if name == "world":
-            raise AttributeError(
-                "this run trained on Ray Train workers, whose worlds stayed in their processes: "
-                "only rank 0's trainer_result came back"
-            )
+            raise AttributeError(_WORLD_IN_WORKERS)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
@@ -127,10 +130,6 @@ class SeedResults(list[InfoStats | None]):
         """The run's world, for a single run (as in :class:`ExperimentResult`); an
         AttributeError for several runs.
         """
-        if self._world is None and len(self) == 1:
-            raise AttributeError(
-                "the world of this run stayed in the processes that ran it (Ray Train workers)"
-            )
         if self._world is None:
             raise AttributeError(
                 f"only a single experiment (num_experiments=1) keeps its world, but these are "
@@ -147,3 +146,11 @@ class _SingleRunResults(SeedResults, ExperimentResult):  # type: ignore[override
     """The results of a single experiment: a :class:`SeedResults` that is also an
     :class:`ExperimentResult`, its fields answered by :class:`SeedResults`' properties.
     """
+
+    @property
+    def world(self) -> World:  # type: ignore[override]  # as above
+        """The run's world; an AttributeError for a run trained on Ray Train workers (a
+        :class:`WorkersRunResult`), whose world stayed in them."""
+        if self._world is None:
+            raise AttributeError(_WORLD_IN_WORKERS)
+        return self._world
