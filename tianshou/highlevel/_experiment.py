@@ -374,8 +374,7 @@ class Experiment(ToStringMixin):
         config = self.config
         results = launch_on_ray_train(
             partial(
-                _trainer_result_of_rank,
-                self,
+                self._trainer_result_as_rank,
                 run_name,
                 logger_run_id,
                 raise_error_on_dirname_collision,
@@ -386,6 +385,18 @@ class Experiment(ToStringMixin):
             timeout_s=config.data_parallel_timeout_s,
         )
         return WorkersRunResult(results[0])
+
+    def _trainer_result_as_rank(
+        self,
+        run_name: str | None,
+        logger_run_id: str | None,
+        raise_error_on_dirname_collision: bool,
+    ) -> InfoStats | None:
+        """A Ray Train worker's part of :meth:`run`: the experiment run as one rank; only the
+        training result goes back to the driver (the world cannot leave the process)."""
+        return self._run_as_rank(
+            run_name, logger_run_id, raise_error_on_dirname_collision
+        ).trainer_result
 
     def _run_as_rank(
         self,
@@ -465,19 +476,6 @@ class Experiment(ToStringMixin):
             f"Watched {stats.n_collected_episodes} episodes: mean return "
             f"{returns.mean if returns is not None else float('nan')}"
         )
-
-
-def _trainer_result_of_rank(
-    experiment: Experiment,
-    run_name: str | None,
-    logger_run_id: str | None,
-    raise_error_on_dirname_collision: bool,
-) -> InfoStats | None:
-    """A Ray Train worker's part of :meth:`Experiment.run`: the experiment run as one rank; only
-    the training result goes back to the driver (the world cannot leave the process)."""
-    return experiment._run_as_rank(
-        run_name, logger_run_id, raise_error_on_dirname_collision
-    ).trainer_result
 
 
 class ExperimentCollection:
