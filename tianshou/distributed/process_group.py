@@ -18,11 +18,13 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from tianshou.distributed.rank_group import SINGLE_PROCESS, DataParallel, set_current_rank_group
-
-DEFAULT_TIMEOUT_S = 60.0
-"""How long a collective waits for a rank before failing (torch's default is 30 minutes, far
-too long to notice a rank that hangs)."""
+from tianshou.distributed.failure_record import failure_report
+from tianshou.distributed.rank_group import (
+    DEFAULT_TIMEOUT_S,
+    SINGLE_PROCESS,
+    DataParallel,
+    set_current_rank_group,
+)
 
 
 def rank_device(device: str | torch.device) -> torch.device:
@@ -45,10 +47,10 @@ def data_parallel(
     :func:`~tianshou.distributed.launch_on_ray_train`), which then joins it. It makes the
     returned :class:`DataParallel` the rank group of the trainers and optimizers, and on
     leaving restores single-process behaviour and destroys the process group only if it
-    created it (a joined one stays to whoever set it up). An exception
-    leaving the block is re-raised naming the rank that failed first and why (see
-    :func:`_failure_report`), so the launcher's report names the cause rather than the other
-    ranks' lost connections.
+    created it (a joined one stays to whoever set it up). An exception leaving the block is
+    re-raised naming the rank that failed first and why (see
+    :mod:`~tianshou.distributed.failure_record`), so the launcher's report names the cause
+    rather than the other ranks' lost connections.
 
     :param device: the replicas' device; ``cuda`` means this rank's GPU (``LOCAL_RANK``).
     :param timeout_s: how long a collective waits for the other ranks before failing.
@@ -62,39 +64,14 @@ def data_parallel(
             backend="nccl" if target.type == "cuda" else "gloo",
             timeout=timedelta(seconds=timeout_s),
         )
-    group = DataParallel(target)
+    group = DataParallel(target, timeout_s=timeout_s)
     set_current_rank_group(group)
     try:
         yield group
     except Exception as error:
-        raise RuntimeError(_failure_report(group, error)) from error
+        raise RuntimeError(failure_report(group.rank, group.world_size, error)) from error
     finally:
         set_current_rank_group(SINGLE_PROCESS)
+        group.close()
         if created:
             dist.destroy_process_group()
-
-
-_FAILURE_KEY = "tianshou/first_failure"
-"""The key of the process group's store under which the first failing rank says why."""
-
-
-def _failure_report(group: DataParallel, error: Exception) -> str:
-    """What this rank's failure says: the first failure of the job, which the first failing
-    rank records in the process group's key-value store (the others' errors are mostly lost
-    connections to it), with this rank's own error added when that is another rank's.
-
-    The store lives in rank 0's process; when it cannot be reached, the rank reports its own
-    error alone.
-    """
-    own = f"rank {group.rank} of {group.world_size} failed: {type(error).__name__}: {error}"
-    try:
-        store = dist.distributed_c10d._get_default_store()
-        if not store.check([_FAILURE_KEY]):
-            store.set(_FAILURE_KEY, own)
-            return own
-        first = store.get(_FAILURE_KEY).decode()
-    except Exception:  # the store went down with rank 0: only this rank's view is left
-        return own
-    if first == own:
-        return own
-    return f"{first} (rank {group.rank} stopped too: {type(error).__name__}: {error})"

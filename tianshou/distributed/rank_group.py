@@ -30,7 +30,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from tianshou.distributed.failure_record import recorded_failure
 from tianshou.distributed.running_stats import Moments, fold_contributions
+from tianshou.distributed.shared_memory_mean import SharedMemoryMean
 from tianshou.env.venv_wrappers import VectorEnvNormObs, VectorEnvWrapper
 from tianshou.env.venvs import BaseVectorEnv
 from tianshou.utils.statistics import RunningMeanStd
@@ -39,6 +41,10 @@ if TYPE_CHECKING:
     from tianshou.algorithm.algorithm_base import Algorithm
 
 T = TypeVar("T")
+
+DEFAULT_TIMEOUT_S = 60.0
+"""How long a rank waits for the others before failing (torch's default is 30 minutes, far
+too long to notice a rank that hangs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +132,17 @@ class DataParallel:
     Create it with :func:`~tianshou.distributed.data_parallel` (which also initialises and
     finally destroys the process group) and :meth:`attach` the algorithm before training.
 
+    Gradients are averaged through shared memory when every rank runs on this machine and the
+    replicas are on the CPU (see :mod:`~tianshou.distributed.shared_memory_mean`: gloo's
+    all-reduce latency would otherwise cost as much as the gradient steps of small networks),
+    else by the process group's all-reduce.
+
     :param device: where gradients are reduced (the replicas' device; CUDA for NCCL).
+    :param timeout_s: how long a rank waits for the others' gradients before failing (the
+        process group's own collectives have the timeout they were created with).
     """
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if not dist.is_initialized():
             raise RuntimeError(
                 "DataParallel needs an initialised torch.distributed process group; start the "
@@ -137,11 +150,13 @@ class DataParallel:
                 "data_parallel()"
             )
         self.device = device
+        self.timeout_s = timeout_s
         self._rank = dist.get_rank()
         self._world_size = dist.get_world_size()
         self._algorithm: Algorithm | None = None
         self._training_envs: BaseVectorEnv | None = None
         self._agreed: dict[int, Moments] = {}
+        self._local_mean: SharedMemoryMean | None = None
 
     @property
     def rank(self) -> int:
@@ -154,6 +169,12 @@ class DataParallel:
     @property
     def is_reporting(self) -> bool:
         return self._rank == 0
+
+    @property
+    def gradient_averaging(self) -> str:
+        """How this rank averages gradients: ``"shared_memory"`` (every rank on this machine,
+        CPU replicas, set up by :meth:`attach`) or ``"all_reduce"`` (the process group's)."""
+        return "all_reduce" if self._local_mean is None else "shared_memory"
 
     # ------------------------------------------------------------------ start
     def check_same_config(self, config: Mapping[str, Any]) -> None:
@@ -194,6 +215,7 @@ class DataParallel:
         self._algorithm = algorithm
         self._training_envs = training_envs
         self._load_reporters_state(algorithm)
+        self._open_local_mean(algorithm)
         for stats in self._running_stats():
             rank0 = self.decision_of_reporter(Moments.of(stats))
             rank0.write_to(stats)
@@ -250,14 +272,33 @@ class DataParallel:
         if not grads:
             return
         flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-        flat /= self._world_size
+        if self._local_mean is None or not self._local_mean.mean_(flat):
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+            flat /= self._world_size
         offset = 0
         for g in grads:
             g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
 
+    def close(self) -> None:
+        """Release what the rank holds beyond the process group (the shared-memory exchange);
+        :func:`~tianshou.distributed.data_parallel` calls it on leaving."""
+        if self._local_mean is not None:
+            self._local_mean.close()
+            self._local_mean = None
+
     # ------------------------------------------------------------------ helpers
+    def _open_local_mean(self, algorithm: "Algorithm") -> None:
+        """Set up the shared-memory exchange of gradients, sized for all of ``algorithm``'s
+        parameters, if every rank can take part (a collective; see :class:`SharedMemoryMean`)."""
+        self.close()
+        if self.device.type != "cpu":
+            return
+        parameters = list(algorithm.parameters())
+        widest = max((p.element_size() for p in parameters), default=4)
+        capacity = sum(p.numel() for p in parameters) * widest
+        self._local_mean = SharedMemoryMean.open(capacity, self.timeout_s, recorded_failure)
+
     def _load_reporters_state(self, algorithm: "Algorithm") -> None:
         """Load rank 0's ``algorithm.state_dict()`` on the other ranks (sent serialised, and
         loaded onto this rank's device)."""
