@@ -113,4 +113,4 @@ def main(
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    run_cli(main, data_parallel=True)

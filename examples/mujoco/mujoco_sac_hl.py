@@ -109,4 +109,4 @@ def main(
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    run_cli(main, data_parallel=True)

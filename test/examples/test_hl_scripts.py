@@ -580,3 +580,60 @@ def test_resume_path_starts_from_a_saved_policy_and_watch_only_watches_it(
     assert resumed.world.restore_directory == str(first)
     with pytest.raises(FileNotFoundError, match="pass the directory of an earlier run"):
         hl_cli.run_cli(main, [*PPO_CLI_TINY, "--resume-path", str(tmp_path)])
+
+
+# ---------------------------------------------------------------------------- data-parallel runs
+def config_target(seed: int = 1, watch: bool = False, num_experiments: int = 1) -> Any:
+    """A script's main that builds its experiments' configuration."""
+    return hl_cli.script_experiment_config(
+        persistence_base_dir="log", seed=seed, watch=watch, resume_path=None
+    )
+
+
+def test_data_parallel_options_reach_the_experiment_configuration() -> None:
+    plain = hl_cli.run_cli(config_target, [], data_parallel=True)
+    assert not plain.data_parallel
+    argv = ["--distributed", "--distributed-timeout", "5"]
+    torchrun = hl_cli.run_cli(config_target, argv, data_parallel=True)
+    assert torchrun.data_parallel and torchrun.data_parallel_launcher == "torchrun"
+    assert torchrun.data_parallel_timeout_s == 5.0
+    argv = ["--launcher", "ray", "--num_workers", "3", "--ray-address", "head:6379"]
+    ray = hl_cli.run_cli(config_target, argv, data_parallel=True)
+    assert ray.data_parallel and ray.data_parallel_launcher == "ray"  # ray implies distributed
+    assert (ray.data_parallel_num_workers, ray.data_parallel_ray_address) == (3, "head:6379")
+    assert not config_target().data_parallel  # outside run_cli: one process
+
+
+@pytest.mark.parametrize(
+    ("argv", "data_parallel", "message"),
+    [
+        (["--distributed"], False, "unrecognized arguments: --distributed"),
+        (["--distributed", "--num-experiments", "2"], True, "one seed per job"),
+    ],
+)
+def test_data_parallel_options_are_refused_where_they_cannot_apply(
+    argv: list[str], data_parallel: bool, message: str, capsys: pytest.CaptureFixture
+) -> None:
+    with pytest.raises(SystemExit):
+        hl_cli.run_cli(config_target, argv, data_parallel=data_parallel)
+    assert message in capsys.readouterr().err
+
+
+def test_watching_is_refused_in_a_data_parallel_run() -> None:
+    with pytest.raises(ValueError, match="--watch evaluates in one process"):
+        hl_cli.run_cli(config_target, ["--watch", "--distributed"], data_parallel=True)
+
+
+@pytest.mark.slow
+def test_a_high_level_script_trains_on_two_torchrun_ranks(tmp_path: Path) -> None:
+    """The documented launch: ``torchrun --nproc-per-node 2 -m <script>_hl --distributed``."""
+    args = ["--nproc-per-node", "2", "-m", "examples.mujoco.mujoco_ppo_hl", "--distributed"]
+    args += ["--task", "Pendulum-v1", "--epoch", "1", "--epoch-num-steps", "64"]
+    args += ["--num-training-envs", "1", "--num-test-envs", "1", "--hidden-sizes", "8"]
+    args += ["--collection-step-num-env-steps", "16", "--batch-size", "16"]
+    args += ["--persistence-base-dir", str(tmp_path), "--distributed-timeout", "30"]
+    run_script("torch.distributed.run", args)
+    (run_dir,) = run_dirs(tmp_path)  # rank 0 alone persists
+    assert_run_persisted(run_dir, obs_norm=True)
+    (result,) = tmp_path.rglob("result.json")
+    assert json.loads(result.read_text())["env_steps"] == 64  # both ranks' steps, counted once

@@ -27,6 +27,7 @@ A rank waiting for the others notices within a fraction of a second when one of 
 exited or recorded a failure, and gives up after the job's timeout.
 """
 
+import contextlib
 import mmap
 import os
 import platform
@@ -157,10 +158,8 @@ class SharedMemoryMean:
         self._views.clear()
         empty = np.zeros((0, 2), dtype=np.int64)
         self._published, self._numels, self._dtypes = empty[:, 0], empty, empty
-        try:
+        with contextlib.suppress(BufferError):  # else unmapped when the last view is collected
             self._mapping.close()
-        except BufferError:
-            pass  # unmapped when the last view is collected
 
     # ------------------------------------------------------------------ averaging
     def mean_(self, flat: torch.Tensor) -> bool:

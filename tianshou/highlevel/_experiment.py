@@ -405,12 +405,13 @@ class Experiment(ToStringMixin):
         raise_error_on_dirname_collision: bool,
     ) -> ExperimentResult:
         """Run the experiment in this process: alone, or as one rank of a data-parallel run."""
-        name = self.name if run_name is None else os.path.join(self.name, run_name)
-        directory = self._persistence_dir(name)
         with self._rank_group() as ranks:
-            ranks.check_same_config(
-                {**asdict(self.config), **asdict(self.training_config), "name": self.name}
-            )
+            # every rank takes rank 0's name: a name made by the builder holds the time each
+            # rank built its experiment, and only rank 0 persists under it anyway
+            self.name = ranks.decision_of_reporter(self.name)
+            ranks.check_same_config({**asdict(self.config), **asdict(self.training_config)})
+            name = self.name if run_name is None else os.path.join(self.name, run_name)
+            directory = self._persistence_dir(name)
             return self._run(name, directory, logger_run_id, raise_error_on_dirname_collision)
 
     def _rank_group(self) -> AbstractContextManager[RankGroup]:

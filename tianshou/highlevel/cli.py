@@ -31,6 +31,14 @@ and writes its result file (:func:`~tianshou.scripts.summary.report_seed_results
 :func:`script_experiment_config` gives the scripts one meaning of ``--resume-path`` and
 ``--watch``.
 
+``run_cli(main, data_parallel=True)`` adds the options of a data-parallel run (``--distributed``,
+``--launcher ray``, ...; see :func:`~tianshou.distributed.options.add_data_parallel_options`),
+which :func:`script_experiment_config` puts into the experiment's configuration, so a script
+trains on several ranks as the procedural scripts do:
+
+    torchrun --nproc-per-node 2 -m examples.mujoco.mujoco_ppo_hl --distributed
+    python -m examples.mujoco.mujoco_ppo_hl --launcher ray --num-workers 2
+
 ``--torch-threads N`` sets torch's intra-op thread count while ``main`` runs (see
 :func:`~tianshou.utils.cli.add_torch_threads_option`); a ``main`` with a ``torch_threads``
 parameter also receives the value, to hand it to its experiments' training configuration
@@ -43,12 +51,19 @@ import inspect
 import logging
 import os
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from tianshou.distributed.options import (
+    OPTION_DESTS,
+    DataParallelOptions,
+    add_data_parallel_options,
+)
 from tianshou.highlevel.experiment import ExperimentConfig
 from tianshou.highlevel.experiment_result import SeedResults
 from tianshou.highlevel.persistence import PolicyPersistence
@@ -67,6 +82,12 @@ CONFIG_FILE_DEST = "config_file"
 
 TORCH_THREADS_DEST = "torch_threads"
 """Where the parser puts ``--torch-threads`` (passed on to a ``main`` that has this parameter)."""
+
+_requested_data_parallel: ContextVar[DataParallelOptions | None] = ContextVar(
+    "requested_data_parallel", default=None
+)
+"""The data-parallel options of the script that :func:`run_cli` runs (read by
+:func:`script_experiment_config`); a single process outside :func:`run_cli`."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +174,7 @@ def _param_docs(fn: Callable[..., Any]) -> dict[str, str]:
     return docs
 
 
-def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
+def build_parser(main: Callable[..., Any], data_parallel: bool = False) -> argparse.ArgumentParser:
     """The parser of ``main``'s keyword parameters (see the module docstring).
 
     Options not given are absent from the parsed namespace, so that ``main`` applies its own
@@ -163,6 +184,7 @@ def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
     ValueError, so that all scripts share one vocabulary.
 
     :param main: the function whose parameters become options; all need defaults.
+    :param data_parallel: also add the options of a data-parallel run.
     """
     description = (inspect.getdoc(main) or "").split("\n\n")[0]
     parameters = {
@@ -195,6 +217,8 @@ def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
             help=help_text,
         )
     add_torch_threads_option(parser)
+    if data_parallel:
+        add_data_parallel_options(parser, _how_started(main))
     parser.add_argument(
         "--config-file",
         dest=CONFIG_FILE_DEST,
@@ -202,6 +226,15 @@ def build_parser(main: Callable[..., Any]) -> argparse.ArgumentParser:
         help="a best_config.json of a hyper-parameter search: its values as defaults",
     )
     return parser
+
+
+def _how_started(main: Callable[..., Any]) -> str:
+    """How ``main``'s script is started, for help texts (``-m examples.mujoco.mujoco_ppo_hl``)."""
+    module = main.__module__
+    if module == "__main__":
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        module = spec.name if spec is not None else "<script>"
+    return f"-m {module}"
 
 
 def _values_of_config_file(
@@ -241,7 +274,8 @@ def script_experiment_config(
     *, persistence_base_dir: str, seed: int, watch: bool, resume_path: str | None
 ) -> ExperimentConfig:
     """The experiment configuration of a high-level script's options, with the procedural
-    scripts' meaning of ``--resume-path`` and ``--watch``.
+    scripts' meaning of ``--resume-path`` and ``--watch``, and the data-parallel options of
+    :func:`run_cli` (``run_cli(main, data_parallel=True)``).
 
     :param persistence_base_dir: where the run directory goes.
     :param seed: the run's seed.
@@ -251,12 +285,20 @@ def script_experiment_config(
     """
     if watch and resume_path is None:
         log.warning("--watch without --resume-path: watching an untrained policy")
+    parallel = _requested_data_parallel.get() or DataParallelOptions()
+    if watch and parallel.enabled:
+        raise ValueError("--watch evaluates in one process: drop --distributed / --launcher ray")
     return ExperimentConfig(
         persistence_base_dir=persistence_base_dir,
         seed=seed,
         train=not watch,
         watch=watch,
         policy_restore_directory=restore_directory_of(resume_path),
+        data_parallel=parallel.enabled,
+        data_parallel_timeout_s=parallel.timeout_s,
+        data_parallel_launcher=parallel.launcher,
+        data_parallel_num_workers=parallel.num_workers,
+        data_parallel_ray_address=parallel.ray_address,
     )
 
 
@@ -266,7 +308,9 @@ def _full_config(main: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, 
     return defaults | kwargs
 
 
-def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
+def run_cli(
+    main: Callable[..., Any], argv: Sequence[str] | None = None, data_parallel: bool = False
+) -> Any:
     """Call ``main`` with the keyword arguments given on the command line, and return its result.
 
     ``main`` runs with torch's intra-op thread count of ``--torch-threads`` (printed once, and
@@ -278,9 +322,17 @@ def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
 
     :param main: the script's entry point (see the module docstring).
     :param argv: the arguments; None reads ``sys.argv[1:]``.
+    :param data_parallel: accept the options of a data-parallel run; ``main`` must build its
+        experiments' configuration with :func:`script_experiment_config`, which applies them.
     """
-    parser = build_parser(main)
+    parser = build_parser(main, data_parallel)
     kwargs = vars(parser.parse_args(argv))
+    requested = DataParallelOptions()
+    if data_parallel:
+        parsed = argparse.Namespace(**{dest: kwargs.pop(dest) for dest in OPTION_DESTS})
+        requested = DataParallelOptions.from_args(parsed)
+    if requested.enabled and kwargs.get("num_experiments", 1) > 1:
+        parser.error("a data-parallel job trains one run: drop --num-experiments, one seed per job")
     config_file = kwargs.pop(CONFIG_FILE_DEST, None)
     threads = argparse.Namespace(torch_threads=kwargs.pop(TORCH_THREADS_DEST))
     if config_file is not None:
@@ -290,9 +342,13 @@ def run_cli(main: Callable[..., Any], argv: Sequence[str] | None = None) -> Any:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    with torch_threads_from_args(threads):
-        result = main(**kwargs)
-        if isinstance(result, SeedResults):
-            config = _full_config(main, kwargs)
-            report_seed_results(result, task=str(config.get("task", "")), config=config)
+    requested_token = _requested_data_parallel.set(requested)
+    try:
+        with torch_threads_from_args(threads):
+            result = main(**kwargs)
+            if isinstance(result, SeedResults):
+                config = _full_config(main, kwargs)
+                report_seed_results(result, task=str(config.get("task", "")), config=config)
+    finally:
+        _requested_data_parallel.reset(requested_token)
     return result

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from tianshou.distributed import DEFAULT_TIMEOUT_S
+from tianshou.distributed.options import add_data_parallel_options
 from tianshou.scripts.lr_decay import add_lr_decay_option
 from tianshou.scripts.persistence import CHECKPOINT_DIR
 from tianshou.utils.cli import ArgumentParser, add_logger_options, add_torch_threads_option
@@ -66,33 +66,7 @@ def common_parser(description: str | None, **defaults: Any) -> ArgumentParser:
         help="only evaluate the loaded policy (in a window, or as a video without a display)",
     )
     parser.add_argument("--render", type=float, default=0.0, help="seconds between frames")
-    parser.add_argument(
-        "--distributed",
-        action="store_true",
-        help="train data-parallel as one rank of a torchrun job (torchrun --nproc-per-node N "
-        "-m examples.mujoco.<script> --distributed ...; see docs/distributed.md)",
-    )
-    parser.add_argument(
-        "--distributed-timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help="seconds a rank waits for the others before the job fails",
-    )
-    parser.add_argument(
-        "--launcher",
-        default="torchrun",
-        choices=["torchrun", "ray"],
-        help="who starts the ranks of a --distributed job: torchrun (the script is one rank), "
-        "or ray (the script is the driver of --num-workers Ray Train workers; implies "
-        "--distributed)",
-    )
-    parser.add_argument("--num-workers", type=int, default=2, help="ranks of a --launcher ray job")
-    parser.add_argument(
-        "--ray-address",
-        default=None,
-        help="head node (HOST:PORT) of the Ray cluster of --launcher ray; default: RAY_ADDRESS, "
-        "else a local Ray",
-    )
+    add_data_parallel_options(parser, "-m examples.mujoco.<script>")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_torch_threads_option(parser)
     parser.set_known_defaults(**defaults)

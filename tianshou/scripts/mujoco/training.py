@@ -27,6 +27,7 @@ from tianshou.distributed import (
     launch_on_ray_train,
     rank_device,
 )
+from tianshou.distributed.options import DataParallelOptions
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
 from tianshou.env.mujoco import make_mujoco_env
 from tianshou.env.obs_norm_file import array_obs_rms
@@ -83,7 +84,7 @@ def run_experiment(
     display, MuJoCo is first set to render off-screen
     (:func:`~tianshou.evaluation.video.select_offscreen_rendering`).
     """
-    if args.launcher != "ray":
+    if DataParallelOptions.from_args(args).launcher != "ray":
         return _run_rank(args, algo_name, build, train, obs_norm)
     if args.watch:
         raise ValueError("--watch evaluates in one process: drop --launcher ray")
@@ -113,7 +114,7 @@ def _run_rank(
 def _rank_group(args: argparse.Namespace) -> AbstractContextManager[RankGroup]:
     """With ``--distributed`` (or ``--launcher ray``), this process's rank of the job that
     torchrun or Ray Train started; else a single process."""
-    if not (args.distributed or args.launcher == "ray"):
+    if not DataParallelOptions.from_args(args).enabled:
         return nullcontext(SINGLE_PROCESS)
     if args.watch:
         raise ValueError("--watch evaluates in one process: drop --distributed")
