@@ -87,6 +87,7 @@ def test_two_torchrun_nodes_meet_by_rendezvous_and_train_together(tmp_path: Path
         *("--hidden-sizes", "8", "--batch-size", "16", "--backend", "dummy"),
         *("--torch-threads", "1", "--no-progress", "--device", "cpu"),
         *("--persistence-base-dir", str(tmp_path), "--distributed-timeout", "20"),
+        "--save-checkpoints",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     nodes = [
@@ -95,8 +96,12 @@ def test_two_torchrun_nodes_meet_by_rendezvous_and_train_together(tmp_path: Path
     ]
     errors = [node.communicate(timeout=120)[1] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], errors
-    result = json.loads((tmp_path / "Pendulum-v1" / "sac" / "0" / "result.json").read_text())
+    run_dir = tmp_path / "Pendulum-v1" / "sac" / "0"
+    result = json.loads((run_dir / "result.json").read_text())
     assert result["env_steps"] == 100  # the epoch's env steps, collected by both nodes
+    # rank 0's checkpoint holds the shared state, and each rank saved its own replay buffer
+    saved = sorted(os.listdir(run_dir / "checkpoint"))
+    assert {"policy.pth", "buffer.hdf5", "buffer.rank1.hdf5"} <= set(saved), saved
 
 
 def test_a_process_group_set_up_before_is_joined_and_left_in_place(tmp_path: Path) -> None:

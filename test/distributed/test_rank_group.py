@@ -3,6 +3,8 @@ two-rank update is the one-process update on both ranks' data, bad starts and fa
 the job with a message naming the cause."""
 
 import copy
+import io
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 from tianshou.utils import TensorboardLogger
 from tianshou.utils.logger.logger_base import BaseLogger, LazyLogger
 from tianshou.utils.net.common import Net
+from tianshou.utils.random_states import GlobalRandomStates
 from tianshou.utils.statistics import RunningMeanStd
 from tianshou.utils.torch_utils import policy_within_training_step
 
@@ -451,3 +454,77 @@ def test_a_checkpoint_of_rank_0_resumes_every_rank_with_its_state_and_counters(
         assert replica["update_step"] == 2 * PPO_EPOCH_ENV_STEPS // (2 * 30)
     _assert_bit_identical(rank0["state"], rank1["state"], "state")
     _assert_bit_identical(rank0["obs_rms"], rank1["obs_rms"], "obs_rms")
+
+
+def _ppo_run_with_rank_checkpoints(ranks: DataParallel, out_dir: Path, part: str) -> None:
+    """One part of a 2-rank PPO run of 2 epochs: ``"whole"`` (uninterrupted), ``"first"`` (epoch
+    1, every rank saving its own part of the checkpoint) or ``"rest"`` (a new job resuming from
+    that checkpoint, from freshly built replicas)."""
+    np.random.seed(ranks.rank)  # the buffer's minibatches
+    torch.manual_seed(0 if part != "rest" else 1234)  # a resumed replica starts elsewhere
+    algorithm, train_envs, test_envs = _ppo_on_rank(ranks)
+    training = Collector(algorithm, train_envs, VectorReplayBuffer(60, ENVS_PER_RANK))
+    test = Collector(algorithm, test_envs)
+    own_part = out_dir / f"checkpoint.rank{ranks.rank}.pkl"
+    if part == "rest":
+        saved = pickle.loads(own_part.read_bytes())
+        if ranks.is_reporting:  # the shared state: rank 0's alone, as attach spreads it
+            algorithm.load_state_dict(torch.load(io.BytesIO(saved["algorithm"])))
+        training, test = pickle.loads(saved["collectors"])
+        training.policy = test.policy = algorithm.policy
+        train_envs = training.env
+        saved["random_states"].restore()
+    ranks.attach(algorithm, train_envs)
+
+    def save_checkpoint(epoch: int, env_step: int, update_step: int) -> str:
+        """Called on every rank: the shared state (rank 0) and the rank's own envs, buffer
+        and random streams."""
+        state = io.BytesIO()
+        torch.save(algorithm.state_dict(), state)
+        own_part.write_bytes(
+            pickle.dumps(
+                {
+                    "algorithm": state.getvalue() if ranks.is_reporting else None,
+                    "collectors": pickle.dumps((training, test)),
+                    "random_states": GlobalRandomStates.capture(),
+                }
+            )
+        )
+        return str(own_part)
+
+    log_dir = out_dir / ("whole-log" if part == "whole" else "log")
+    params = OnPolicyTrainerParams(
+        training_collector=training,
+        test_collector=test,
+        max_epochs=1 if part == "first" else 2,
+        epoch_num_steps=PPO_EPOCH_ENV_STEPS,
+        collection_step_num_env_steps=30,
+        update_step_num_repetitions=2,
+        batch_size=16,
+        test_step_num_episodes=1,
+        show_progress=False,
+        verbose=False,
+        logger=_logger_on_rank_0(ranks, log_dir),
+        save_checkpoint_fn=save_checkpoint if part == "first" else None,
+        resume_from_log=part == "rest",
+    )
+    algorithm.create_trainer(params).run(reset_collectors=part != "rest")
+    torch.save(algorithm.state_dict(), out_dir / f"{part}.rank{ranks.rank}.pt")
+
+
+@pytest.mark.slow
+def test_a_two_rank_run_resumed_from_its_checkpoint_ends_as_the_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
+    """Rank 0's checkpoint holds the shared state, and every rank saves its own envs, buffer
+    and random streams at the same point (the trainer calls ``save_checkpoint_fn`` on every
+    rank): the resumed job retraces the uninterrupted one bit for bit."""
+    for part in ("whole", "first", "rest"):
+        run_ranks(_ppo_run_with_rank_checkpoints, 2, tmp_path, part)
+    for rank in (0, 1):
+        whole = torch.load(tmp_path / f"whole.rank{rank}.pt")
+        resumed = torch.load(tmp_path / f"rest.rank{rank}.pt")
+        _assert_bit_identical(resumed, whole, f"rank {rank}'s state")
+        _assert_bit_identical(
+            getattr(resumed, "_metadata", {}), getattr(whole, "_metadata", {}), "metadata"
+        )

@@ -217,9 +217,8 @@ class DataParallel:
         self._load_reporters_state(algorithm)
         self._open_local_mean(algorithm)
         for stats in self._running_stats():
-            rank0 = self.decision_of_reporter(Moments.of(stats))
-            rank0.write_to(stats)
-            self._agreed[id(stats)] = rank0
+            self.decision_of_reporter(Moments.of(stats)).write_to(stats)
+            self._agreed[id(stats)] = Moments.of(stats)
 
     # ------------------------------------------------------------------ during training
     def sum_collection(self, env_steps: int, episodes: int, wants_test: bool) -> CollectionTotals:
@@ -258,7 +257,9 @@ class DataParallel:
                 self._agreed.get(id(stats), _EMPTY), [per_rank[i] for per_rank in gathered]
             )
             agreed.write_to(stats)
-            self._agreed[id(stats)] = agreed
+            # the next contributions are counted from the statistics as kept (in their float
+            # type), which a checkpoint restores exactly: a resumed run merges as the original
+            self._agreed[id(stats)] = Moments.of(stats)
 
     def average_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         """Replace the gradients of ``optimizer``'s parameters by their mean over the ranks, in

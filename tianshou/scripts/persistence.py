@@ -20,6 +20,7 @@ import torch
 
 from tianshou.algorithm.algorithm_base import Algorithm
 from tianshou.data import VectorReplayBuffer
+from tianshou.distributed.rank_group import current_rank_group
 from tianshou.env import BaseVectorEnv, VectorEnvNormObs
 from tianshou.env.obs_norm_file import OBS_RMS_FILE, array_obs_rms, load_obs_rms, save_obs_rms
 from tianshou.utils.statistics import RunningMeanStd
@@ -62,9 +63,12 @@ def load_algorithm(
     return obs_rms
 
 
-def replay_buffer_path(policy_path: str) -> str:
-    """Where the replay buffer of the checkpoint holding ``policy_path`` is (beside it)."""
-    return os.path.join(os.path.dirname(policy_path), BUFFER_FILE)
+def replay_buffer_path(policy_path: str, rank: int = 0) -> str:
+    """Where the replay buffer of the checkpoint holding ``policy_path`` is (beside it): the
+    buffer of ``rank`` of a data-parallel run (every rank saves its own), :data:`BUFFER_FILE`
+    for rank 0 and for a single process."""
+    name = BUFFER_FILE if rank == 0 else f"buffer.rank{rank}.hdf5"
+    return os.path.join(os.path.dirname(policy_path), name)
 
 
 def save_replay_buffer(buffer: VectorReplayBuffer, path: str) -> None:
@@ -106,24 +110,30 @@ def checkpoint_saver(
     """The trainer's ``save_checkpoint_fn`` with ``--save-checkpoints`` (else None): it saves
     the state as :func:`save_algorithm` does and, if given, the training replay ``buffer``
     (:func:`save_replay_buffer`, as :data:`BUFFER_FILE`), into ``<log_path>/checkpoint/``.
+    In a data-parallel run, rank 0 saves the state and every rank its own buffer (see
+    :func:`replay_buffer_path`).
 
     Each file is written aside first and then moved into place, so that a run killed while
     saving still leaves the previous epoch's complete files.
     """
     if not args.save_checkpoints:
         return None
+    ranks = current_rank_group()
     directory = os.path.join(log_path, CHECKPOINT_DIR)
-    staging = directory + ".partial"
+    staging = directory + (".partial" if ranks.rank == 0 else f".partial.rank{ranks.rank}")
+    policy_path = os.path.join(directory, POLICY_FILE)
+    buffer_file = os.path.basename(replay_buffer_path(policy_path, ranks.rank))
 
     def save(epoch: int, env_step: int, update_step: int) -> str:
         os.makedirs(staging, exist_ok=True)
         os.makedirs(directory, exist_ok=True)
-        save_algorithm(algorithm, train_envs, staging)
-        if buffer is not None:
-            save_replay_buffer(buffer, os.path.join(staging, BUFFER_FILE))
+        if ranks.is_reporting:  # the state every rank shares
+            save_algorithm(algorithm, train_envs, staging)
+        if buffer is not None:  # each rank's own
+            save_replay_buffer(buffer, os.path.join(staging, buffer_file))
         for name in os.listdir(staging):
             os.replace(os.path.join(staging, name), os.path.join(directory, name))
         os.rmdir(staging)
-        return os.path.join(directory, POLICY_FILE)
+        return policy_path
 
     return save

@@ -295,12 +295,7 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
             training.smoothed_loss = self._flush_loss_averages()
         test_collect = None
         if not self._stop_fn_flag:
-            self._logger.save_data(
-                self._epoch,
-                self._env_step,
-                self._current_update_step,
-                self.params.save_checkpoint_fn,
-            )
+            self._save_checkpoint()
             if self._tests:
                 stop = False
                 if self._ranks.is_reporting:
@@ -326,6 +321,30 @@ class Trainer(Generic[TAlgorithm, TTrainerParams], ABC):
             training_stat=training,
             info_stat=info,
         )
+
+    def _save_checkpoint(self) -> None:
+        """Let the logger save a checkpoint if one is due (rank 0's logger decides when).
+
+        In a data-parallel run, every other rank then calls ``save_checkpoint_fn`` with the
+        same arguments, so that it can save its own part of the run (its envs, replay buffer
+        and random streams, which rank 0's checkpoint does not hold; see
+        ``docs/distributed.md``); the function tells the ranks apart by
+        :func:`~tianshou.distributed.current_rank_group`.
+        """
+        save_checkpoint_fn = self.params.save_checkpoint_fn
+        counters = (self._epoch, self._env_step, self._current_update_step)
+        if self._ranks.world_size == 1 or save_checkpoint_fn is None:
+            self._logger.save_data(*counters, save_checkpoint_fn)
+            return
+        saved: list[str] = []
+
+        def save_and_tell(epoch: int, env_step: int, update_step: int) -> str:
+            saved.append(save_checkpoint_fn(epoch, env_step, update_step))
+            return saved[-1]
+
+        self._logger.save_data(*counters, save_and_tell)
+        if self._ranks.decision_of_reporter(bool(saved)) and not self._ranks.is_reporting:
+            save_checkpoint_fn(*counters)
 
     @abstractmethod
     def _training_step(self) -> _TrainingStepResult:

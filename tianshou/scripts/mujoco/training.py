@@ -195,6 +195,12 @@ def _reporting_logger(args: argparse.Namespace, log_path: str) -> BaseLogger:
     return logger_from_args(args, log_path, os.path.relpath(log_path, args.persistence_base_dir))
 
 
+def _resumed_buffer_path(resume_path: str) -> str:
+    """The replay buffer this rank resumes from: its own, else rank 0's."""
+    own = replay_buffer_path(resume_path, current_rank_group().rank)
+    return own if os.path.exists(own) else replay_buffer_path(resume_path)
+
+
 def train_off_policy(
     algorithm: Algorithm,
     train_envs: BaseVectorEnv,
@@ -210,8 +216,10 @@ def train_off_policy(
     warm-up is collected again.
 
     ``args`` needs, besides the common options, ``start_timesteps`` and ``update_per_step``.
+    In a data-parallel run every rank saves and resumes its own buffer (a rank that the
+    checkpoint has none for starts from rank 0's).
     """
-    buffer_path = replay_buffer_path(args.resume_path) if args.resume_path else ""
+    buffer_path = _resumed_buffer_path(args.resume_path) if args.resume_path else ""
     resumed = os.path.exists(buffer_path)
     if resumed:
         buffer = load_replay_buffer(buffer_path, args.buffer_size, len(train_envs))
