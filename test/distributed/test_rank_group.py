@@ -101,18 +101,21 @@ def _on_policy_params(
     test_envs: VectorEnvNormObs,
     **kwargs: Any,
 ) -> OnPolicyTrainerParams:
-    return OnPolicyTrainerParams(
-        training_collector=Collector(algorithm, train_envs, VectorReplayBuffer(60, ENVS_PER_RANK)),
-        test_collector=Collector(algorithm, test_envs),
-        epoch_num_steps=PPO_EPOCH_ENV_STEPS,
-        collection_step_num_env_steps=30,
-        update_step_num_repetitions=2,
-        batch_size=16,
-        test_step_num_episodes=1,
-        show_progress=False,
-        verbose=False,
-        **kwargs,
-    )
+    """The tests' PPO settings, with fresh collectors unless ``kwargs`` gives others."""
+    settings: dict[str, Any] = {
+        "training_collector": Collector(
+            algorithm, train_envs, VectorReplayBuffer(60, ENVS_PER_RANK)
+        ),
+        "test_collector": Collector(algorithm, test_envs),
+        "epoch_num_steps": PPO_EPOCH_ENV_STEPS,
+        "collection_step_num_env_steps": 30,
+        "update_step_num_repetitions": 2,
+        "batch_size": 16,
+        "test_step_num_episodes": 1,
+        "show_progress": False,
+        "verbose": False,
+    }
+    return OnPolicyTrainerParams(**(settings | kwargs))
 
 
 def _train_ppo_replica(ranks: DataParallel, out_dir: Path) -> None:
@@ -493,17 +496,13 @@ def _ppo_run_with_rank_checkpoints(ranks: DataParallel, out_dir: Path, part: str
         return str(own_part)
 
     log_dir = out_dir / ("whole-log" if part == "whole" else "log")
-    params = OnPolicyTrainerParams(
+    params = _on_policy_params(
+        algorithm,
+        train_envs,
+        test_envs,
         training_collector=training,
         test_collector=test,
         max_epochs=1 if part == "first" else 2,
-        epoch_num_steps=PPO_EPOCH_ENV_STEPS,
-        collection_step_num_env_steps=30,
-        update_step_num_repetitions=2,
-        batch_size=16,
-        test_step_num_episodes=1,
-        show_progress=False,
-        verbose=False,
         logger=_logger_on_rank_0(ranks, log_dir),
         save_checkpoint_fn=save_checkpoint if part == "first" else None,
         resume_from_log=part == "rest",
