@@ -32,7 +32,7 @@ from torch import nn
 
 from tianshou.distributed.failure_record import recorded_failure
 from tianshou.distributed.running_stats import Moments, fold_contributions
-from tianshou.distributed.shared_memory_mean import SharedMemoryMean
+from tianshou.distributed.shared_memory_exchange import SharedMemoryExchange
 from tianshou.env.venv_wrappers import VectorEnvNormObs, VectorEnvWrapper
 from tianshou.env.venvs import BaseVectorEnv
 from tianshou.utils.statistics import RunningMeanStd
@@ -133,7 +133,7 @@ class DataParallel:
     finally destroys the process group) and :meth:`attach` the algorithm before training.
 
     Gradients are averaged through shared memory when every rank runs on this machine and the
-    replicas are on the CPU (see :mod:`~tianshou.distributed.shared_memory_mean`: gloo's
+    replicas are on the CPU (see :mod:`~tianshou.distributed.shared_memory_exchange`: gloo's
     all-reduce latency would otherwise cost as much as the gradient steps of small networks),
     else by the process group's all-reduce.
 
@@ -156,7 +156,7 @@ class DataParallel:
         self._algorithm: Algorithm | None = None
         self._training_envs: BaseVectorEnv | None = None
         self._agreed: dict[int, Moments] = {}
-        self._local_mean: SharedMemoryMean | None = None
+        self._local_exchange: SharedMemoryExchange | None = None
 
     @property
     def rank(self) -> int:
@@ -174,7 +174,7 @@ class DataParallel:
     def gradient_averaging(self) -> str:
         """How this rank averages gradients: ``"shared_memory"`` (every rank on this machine,
         CPU replicas, set up by :meth:`attach`) or ``"all_reduce"`` (the process group's)."""
-        return "all_reduce" if self._local_mean is None else "shared_memory"
+        return "all_reduce" if self._local_exchange is None else "shared_memory"
 
     # ------------------------------------------------------------------ start
     def check_same_config(self, config: Mapping[str, Any]) -> None:
@@ -215,7 +215,7 @@ class DataParallel:
         self._algorithm = algorithm
         self._training_envs = training_envs
         self._load_reporters_state(algorithm)
-        self._open_local_mean(algorithm)
+        self._open_local_exchange(algorithm)
         for stats in self._running_stats():
             self.decision_of_reporter(Moments.of(stats)).write_to(stats)
             self._agreed[id(stats)] = Moments.of(stats)
@@ -273,7 +273,7 @@ class DataParallel:
         if not grads:
             return
         flat = torch.cat([g.reshape(-1) for g in grads])
-        if self._local_mean is None or not self._local_mean.mean_(flat):
+        if self._local_exchange is None or not self._local_exchange.mean_(flat):
             dist.all_reduce(flat, op=dist.ReduceOp.SUM)
             flat /= self._world_size
         offset = 0
@@ -284,21 +284,22 @@ class DataParallel:
     def close(self) -> None:
         """Release what the rank holds beyond the process group (the shared-memory exchange);
         :func:`~tianshou.distributed.data_parallel` calls it on leaving."""
-        if self._local_mean is not None:
-            self._local_mean.close()
-            self._local_mean = None
+        if self._local_exchange is not None:
+            self._local_exchange.close()
+            self._local_exchange = None
 
     # ------------------------------------------------------------------ helpers
-    def _open_local_mean(self, algorithm: "Algorithm") -> None:
-        """Set up the shared-memory exchange of gradients, sized for all of ``algorithm``'s
-        parameters, if every rank can take part (a collective; see :class:`SharedMemoryMean`)."""
+    def _open_local_exchange(self, algorithm: "Algorithm") -> None:
+        """Set up the shared-memory exchange (gradients, the per-step agreement), sized for all
+        of ``algorithm``'s parameters, if every rank can take part (a collective; see
+        :class:`SharedMemoryExchange`)."""
         self.close()
         if self.device.type != "cpu":
             return
         parameters = list(algorithm.parameters())
         widest = max((p.element_size() for p in parameters), default=4)
         capacity = sum(p.numel() for p in parameters) * widest
-        self._local_mean = SharedMemoryMean.open(capacity, self.timeout_s, recorded_failure)
+        self._local_exchange = SharedMemoryExchange.open(capacity, self.timeout_s, recorded_failure)
 
     def _load_reporters_state(self, algorithm: "Algorithm") -> None:
         """Load rank 0's ``algorithm.state_dict()`` on the other ranks (sent serialised, and
@@ -315,7 +316,11 @@ class DataParallel:
             algorithm.load_state_dict(state)
 
     def _all_gather(self, local: torch.Tensor) -> torch.Tensor:
-        """``local`` of every rank, stacked by rank (on the CPU)."""
+        """``local`` (a CPU tensor) of every rank, stacked by rank (on the CPU)."""
+        if self._local_exchange is not None:
+            stacked = self._local_exchange.all_gather(local)
+            if stacked is not None:
+                return stacked
         on_device = local.to(self.device)
         gathered = [torch.empty_like(on_device) for _ in range(self._world_size)]
         dist.all_gather(gathered, on_device)

@@ -1,4 +1,5 @@
-"""Averaging gradients between the ranks of one machine through shared memory.
+"""Exchanging tensors between the ranks of one machine through shared memory: gradient means
+and small all-gathers.
 
 Every optimizer step of a data-parallel run averages the gradients over the ranks, and RL
 steps often: PPO's MuJoCo settings take 320 gradient steps per collection of 2,048 env steps,
@@ -16,6 +17,10 @@ slots alternate, so a rank that races ahead to the next step never overwrites a 
 slower rank is still reading: to publish step ``s + 2`` it must have seen every rank publish
 ``s + 1``, which a rank does only after it has read step ``s``. One exchange costs about 50
 microseconds on the development machine.
+
+The trainers' per-step agreement (the env steps every rank collected, a few integers) goes the
+same way when it can: an off-policy run that takes one env step per gradient step agrees on
+every step.
 
 The job stays a ``torch.distributed`` job: the process group sets the exchange up (and checks
 that every rank really sees the same file) and carries everything else. Ranks on different
@@ -51,7 +56,13 @@ _SPINS_BEFORE_SLEEPING = 2_000
 enough to catch a peer a fraction of a millisecond behind without a sleep's wake-up latency."""
 _POLL_SLEEP_S = 50e-6
 _HEALTH_CHECK_INTERVAL_S = 0.1
-_DTYPE_CODES = {torch.float32: 1, torch.float64: 2, torch.float16: 3, torch.bfloat16: 4}
+_DTYPE_CODES = {
+    torch.float32: 1,
+    torch.float64: 2,
+    torch.float16: 3,
+    torch.bfloat16: 4,
+    torch.int64: 5,
+}
 
 
 def shared_memory_supported() -> bool:
@@ -66,9 +77,10 @@ class _Peer:
     pid: int
 
 
-class SharedMemoryMean:
-    """The element-wise mean, over the ranks of a job that all run on this machine, of a flat
-    CPU tensor that every rank passes at the same step.
+class SharedMemoryExchange:
+    """The element-wise mean (:meth:`mean_`), or all the values (:meth:`all_gather`), over the
+    ranks of a job that all run on this machine, of a flat CPU tensor that every rank passes at
+    the same step.
 
     Create it with :meth:`open` (a collective over the process group) and release it with
     :meth:`close`.
@@ -115,7 +127,7 @@ class SharedMemoryMean:
         capacity_bytes: int,
         timeout_s: float,
         recorded_failure: Callable[[], str | None],
-    ) -> "SharedMemoryMean | None":
+    ) -> "SharedMemoryExchange | None":
         """Set up the exchange for every rank of the default process group, or return None on
         every rank if some rank cannot take part (another machine, another ``/dev/shm``, no
         space there, not x86-64). A collective: every rank calls it at the same point.
@@ -161,9 +173,10 @@ class SharedMemoryMean:
         with contextlib.suppress(BufferError):  # else unmapped when the last view is collected
             self._mapping.close()
 
-    # ------------------------------------------------------------------ averaging
+    # ------------------------------------------------------------------ exchanging
     def mean_(self, flat: torch.Tensor) -> bool:
-        """Replace the contiguous CPU tensor ``flat`` by its mean over the ranks, in place.
+        """Replace the contiguous CPU tensor ``flat`` by its mean over the ranks, in place
+        (summed in rank order, then divided by the number of ranks).
 
         :return: False, doing nothing, if ``flat`` is larger than a slot or of a type the
             exchange does not carry (every rank decides alike, since every rank's tensor has the
@@ -171,9 +184,27 @@ class SharedMemoryMean:
         :raises RuntimeError: if the ranks passed tensors of different sizes or types, if a
             rank exited or recorded a failure while this one waited, or after the timeout.
         """
+        every_ranks = self._exchange(flat)
+        if every_ranks is None:
+            return False
+        flat.copy_(every_ranks[0])
+        for other in every_ranks[1:]:
+            flat.add_(other)
+        flat.div_(self._world_size)
+        return True
+
+    def all_gather(self, flat: torch.Tensor) -> torch.Tensor | None:
+        """Every rank's contiguous CPU tensor ``flat``, stacked in rank order (a copy); None if
+        the exchange does not carry it (see :meth:`mean_`, which also says what it raises)."""
+        every_ranks = self._exchange(flat)
+        return None if every_ranks is None else torch.stack(every_ranks)
+
+    def _exchange(self, flat: torch.Tensor) -> list[torch.Tensor] | None:
+        """Publish ``flat`` and return every rank's, as views of their slots (valid until this
+        rank's next exchange), or None if the exchange does not carry it."""
         code = _DTYPE_CODES.get(flat.dtype)
         if code is None or flat.numel() * flat.element_size() > self._capacity_bytes:
-            return False
+            return None
         self._step += 1
         generation = self._step % 2
         self._slot(generation, self._rank, flat.dtype, flat.numel()).copy_(flat)
@@ -182,11 +213,10 @@ class SharedMemoryMean:
         self._published[self._rank] = self._step  # last: the others read the slot after this
         self._wait_for_every_rank()
         self._check_same_shapes(flat, generation)
-        flat.copy_(self._slot(generation, 0, flat.dtype, flat.numel()))
-        for rank in range(1, self._world_size):
-            flat.add_(self._slot(generation, rank, flat.dtype, flat.numel()))
-        flat.div_(self._world_size)
-        return True
+        return [
+            self._slot(generation, rank, flat.dtype, flat.numel())
+            for rank in range(self._world_size)
+        ]
 
     def _slot(self, generation: int, rank: int, dtype: torch.dtype, numel: int) -> torch.Tensor:
         key = (generation, rank, dtype, numel)
@@ -242,7 +272,7 @@ class SharedMemoryMean:
         codes = self._dtypes[:, generation].tolist()
         if len(set(numels)) > 1 or len(set(codes)) > 1:
             raise RuntimeError(
-                "the ranks averaged gradients of different sizes or types at the same step "
+                "the ranks exchanged tensors of different sizes or types at the same step "
                 f"(elements by rank: {numels}; rank {self._rank} has {flat.dtype}): their "
                 "models or optimizers differ"
             )

@@ -16,9 +16,9 @@ from tianshou.algorithm import DQN
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
 from tianshou.distributed import DataParallel
-from tianshou.distributed import shared_memory_mean as shm
+from tianshou.distributed import shared_memory_exchange as shm
 from tianshou.distributed.failure_record import failure_report, recorded_failure
-from tianshou.distributed.shared_memory_mean import SharedMemoryMean
+from tianshou.distributed.shared_memory_exchange import SharedMemoryExchange
 from tianshou.utils.net.common import Net
 
 pytestmark = pytest.mark.skipif(
@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(
 CAPACITY_BYTES = 8 * 4096
 
 
-def _open(timeout_s: float = 20.0) -> SharedMemoryMean:
-    exchange = SharedMemoryMean.open(CAPACITY_BYTES, timeout_s, recorded_failure)
+def _open(timeout_s: float = 20.0) -> SharedMemoryExchange:
+    exchange = SharedMemoryExchange.open(CAPACITY_BYTES, timeout_s, recorded_failure)
     assert exchange is not None
     return exchange
 
@@ -73,13 +73,29 @@ def test_the_mean_is_the_all_reduce_mean_and_the_same_on_every_rank(world_size: 
     run_ranks(_means_match_all_reduce, world_size, 300)
 
 
+def _gathers_match_all_gather(ranks: DataParallel) -> None:
+    exchange = _open()
+    local = [torch.tensor([step, ranks.rank, 7 * step + ranks.rank]) for step in range(50)]
+    gathered = [exchange.all_gather(values) for values in local]  # a burst, interleaved with
+    exchange.mean_(torch.ones(3))  # a mean in the same slots
+    exchange.close()
+    for values, every_ranks in zip(local, gathered, strict=True):
+        expected = [torch.empty_like(values) for _ in range(ranks.world_size)]
+        dist.all_gather(expected, values)
+        assert every_ranks is not None and torch.equal(every_ranks, torch.stack(expected))
+
+
+def test_all_gather_stacks_every_ranks_tensor_in_rank_order() -> None:
+    run_ranks(_gathers_match_all_gather, 3)
+
+
 def _large_tensor_is_left_alone(ranks: DataParallel) -> None:
     exchange = _open()
     large = torch.ones(CAPACITY_BYTES // 4 + 1)
     assert not exchange.mean_(large)
     assert torch.equal(large, torch.ones_like(large))
-    integers = torch.ones(4, dtype=torch.int64)
-    assert not exchange.mean_(integers)
+    booleans = torch.ones(4, dtype=torch.bool)
+    assert not exchange.mean_(booleans)
     exchange.close()
 
 
@@ -153,7 +169,7 @@ def _one_rank_cannot_take_part(ranks: DataParallel, reason: str) -> None:
         shm.shared_memory_supported = lambda: False  # as on another kind of machine
     if ranks.rank == 1 and reason == "another /dev/shm":
         shm._map_file = lambda announced, size: None  # the file is not there, or not the same
-    assert SharedMemoryMean.open(CAPACITY_BYTES, 20.0, recorded_failure) is None
+    assert SharedMemoryExchange.open(CAPACITY_BYTES, 20.0, recorded_failure) is None
 
 
 @pytest.mark.parametrize("reason", ["unsupported", "another /dev/shm"])
