@@ -153,10 +153,10 @@ class DataParallel:
         self.timeout_s = timeout_s
         self._rank = dist.get_rank()
         self._world_size = dist.get_world_size()
-        self._algorithm: Algorithm | None = None
         self._training_envs: BaseVectorEnv | None = None
         self._agreed: dict[int, Moments] = {}
         self._local_exchange: SharedMemoryExchange | None = None
+        self._stats_locations: list[tuple[object, str]] = []
 
     @property
     def rank(self) -> int:
@@ -212,7 +212,7 @@ class DataParallel:
                 "natural-gradient step is not an optimizer step on an averaged gradient; use "
                 "PPO, A2C or REINFORCE, or train it in one process"
             )
-        self._algorithm = algorithm
+        self._stats_locations = _running_stats_locations(algorithm)
         self._training_envs = training_envs
         self._load_reporters_state(algorithm)
         self._open_local_exchange(algorithm)
@@ -330,9 +330,7 @@ class DataParallel:
         """The statistics kept equal, in the same order on every rank: the algorithm's
         (return scaling), then the training envs' observation statistics (per key, sorted, for
         dict observations)."""
-        found: list[RunningMeanStd] = []
-        if self._algorithm is not None:
-            found.extend(_running_stats_of(self._algorithm))
+        found = [getattr(owner, name) for owner, name in self._stats_locations]
         norm_env = _obs_norm_wrapper(self._training_envs)
         if norm_env is not None:
             obs_rms = norm_env.get_obs_rms()
@@ -380,16 +378,26 @@ def differing_config_keys(configs: Sequence[Mapping[str, str]]) -> list[str]:
     return problems
 
 
-def _running_stats_of(algorithm: nn.Module) -> list[RunningMeanStd]:
-    """The ``RunningMeanStd`` attributes of the algorithm's modules and of their plain helper
-    objects (e.g. REINFORCE's return computation), in module order."""
-    found: list[RunningMeanStd] = []
+def _running_stats_locations(algorithm: nn.Module) -> list[tuple[object, str]]:
+    """Where the algorithm's ``RunningMeanStd`` are: (owner, attribute name) of every such
+    attribute of its modules and of their plain helper objects (e.g. REINFORCE's return
+    computation), in module order.
+
+    Found once per :meth:`DataParallel.attach` (walking every module takes longer than an
+    off-policy gradient step's exchange) and read at every merge, so statistics an owner
+    replaces (say, by loading a state) are still the ones merged.
+    """
+    found: list[tuple[object, str]] = []
     for module in algorithm.modules():
-        for value in vars(module).values():
+        for name, value in vars(module).items():
             if isinstance(value, RunningMeanStd):
-                found.append(value)
+                found.append((module, name))
             elif _is_plain_helper(value):
-                found.extend(v for v in vars(value).values() if isinstance(v, RunningMeanStd))
+                found.extend(
+                    (value, inner)
+                    for inner, stats in vars(value).items()
+                    if isinstance(stats, RunningMeanStd)
+                )
     return found
 
 
