@@ -12,9 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARK = ROOT / "benchmark"
-NOT_SCRIPTS = {"__init__", "common", "timing", "run_benchmark", "perf_guard", "mutations"}
-"""Modules that are no benchmark of ``make bench``: helpers, the campaign runner and the gates
-(``make perf-guard``, ``make mutations``)."""
+NOT_SCRIPTS = {
+    "__init__",
+    "common",
+    "timing",
+    "run_benchmark",
+    "data_parallel_learning",
+    "perf_guard",
+    "mutations",
+}
+"""Modules that are no benchmark of ``make bench``: helpers, the learning campaigns (hours, not
+speed) and the gates (``make perf-guard``, ``make mutations``)."""
 SCRIPTS = sorted(
     path.stem
     for path in BENCHMARK.glob("*.py")

@@ -51,9 +51,12 @@ SHARED_MEMORY_DIR = Path("/dev/shm")
 _LINE = 64
 """Bytes per header line (a cache line: ranks publishing at once do not share one)."""
 _TOKEN_BYTES = 16
-_SPINS_BEFORE_SLEEPING = 2_000
-"""Polls (each yielding the core) before a waiting rank starts sleeping between polls: long
-enough to catch a peer a fraction of a millisecond behind without a sleep's wake-up latency."""
+_SPIN_S = 0.002
+"""How long a waiting rank polls, yielding the core between polls, before it sleeps between
+polls: long enough to catch a peer a fraction of a millisecond behind without a sleep's
+wake-up latency, short enough that a busy machine's yields (each may give the core away for a
+whole time slice) do not delay noticing a rank that is gone."""
+_POLLS_PER_CLOCK_READ = 64
 _POLL_SLEEP_S = 50e-6
 _HEALTH_CHECK_INTERVAL_S = 0.1
 _DTYPE_CODES = {
@@ -234,11 +237,15 @@ class SharedMemoryExchange:
         sleep between polls, checking the others' health every tenth of a second."""
         step = self._step
         published = self._published
-        for _ in range(_SPINS_BEFORE_SLEEPING):
-            if published.min() >= step:
-                return
-            os.sched_yield()
         start = time.monotonic()
+        polls = 0
+        while published.min() < step:
+            polls += 1
+            if polls % _POLLS_PER_CLOCK_READ == 0 and time.monotonic() - start >= _SPIN_S:
+                break
+            os.sched_yield()
+        else:
+            return
         next_check = start + _HEALTH_CHECK_INTERVAL_S
         while published.min() < step:
             time.sleep(_POLL_SLEEP_S)
