@@ -1,7 +1,7 @@
 """Data-parallel training (``tianshou.distributed``) against one process: what a second rank buys.
 
 Two workloads on Hopper-v5, each run once in a plain process (1 rank) and once as a torchrun job
-of 2 ranks (gloo, CPU), through the same trainer:
+of 2 ranks (gloo, CPU; gradients exchanged through shared memory), through the same trainer:
 
 * ``data_parallel_ppo_env_steps``: PPO as ``examples/mujoco/mujoco_ppo.py`` builds it (64x64,
   2,048 env steps per rank per collection, 10 passes in minibatches of 64, observation
