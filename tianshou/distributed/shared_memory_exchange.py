@@ -141,11 +141,9 @@ class SharedMemoryExchange:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         capacity_bytes = -(-max(capacity_bytes, 1) // _LINE) * _LINE
         size = _LINE * (1 + world_size) + 2 * world_size * capacity_bytes
-        pids: list[int] = [0] * world_size
-        dist.all_gather_object(pids, os.getpid())
-        supported: list[bool] = [False] * world_size
-        dist.all_gather_object(supported, shared_memory_supported())
-        if not all(supported):
+        every_ranks: list[tuple[int, bool]] = [(0, False)] * world_size
+        dist.all_gather_object(every_ranks, (os.getpid(), shared_memory_supported()))
+        if not all(supported for _, supported in every_ranks):
             return None
         announced: list[tuple[str, bytes] | None] = [None]
         if rank == 0:
@@ -161,7 +159,7 @@ class SharedMemoryExchange:
                 mapping.close()
             return None
         assert mapping is not None
-        peers = [_Peer(r, pid) for r, pid in enumerate(pids)]
+        peers = [_Peer(r, pid) for r, (pid, _) in enumerate(every_ranks)]
         return cls(mapping, rank, peers, capacity_bytes, timeout_s, recorded_failure)
 
     def close(self) -> None:

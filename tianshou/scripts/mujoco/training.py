@@ -84,16 +84,17 @@ def run_experiment(
     display, MuJoCo is first set to render off-screen
     (:func:`~tianshou.evaluation.video.select_offscreen_rendering`).
     """
-    if DataParallelOptions.from_args(args).launcher != "ray":
+    parallel = DataParallelOptions.from_args(args)
+    if parallel.launcher != "ray":
         return _run_rank(args, algo_name, build, train, obs_norm)
     if args.watch:
         raise ValueError("--watch evaluates in one process: drop --launcher ray")
     results = launch_on_ray_train(
         partial(_run_rank, args, algo_name, build, train, obs_norm),
-        num_workers=args.num_workers,
+        num_workers=parallel.num_workers,
         use_gpu=torch.device(args.device).type == "cuda",
-        ray_address=args.ray_address,
-        timeout_s=args.distributed_timeout,
+        ray_address=parallel.ray_address,
+        timeout_s=parallel.timeout_s,
     )
     return results[0]
 
@@ -114,11 +115,12 @@ def _run_rank(
 def _rank_group(args: argparse.Namespace) -> AbstractContextManager[RankGroup]:
     """With ``--distributed`` (or ``--launcher ray``), this process's rank of the job that
     torchrun or Ray Train started; else a single process."""
-    if not DataParallelOptions.from_args(args).enabled:
+    parallel = DataParallelOptions.from_args(args)
+    if not parallel.enabled:
         return nullcontext(SINGLE_PROCESS)
     if args.watch:
         raise ValueError("--watch evaluates in one process: drop --distributed")
-    return data_parallel(args.device, timeout_s=args.distributed_timeout)
+    return data_parallel(args.device, timeout_s=parallel.timeout_s)
 
 
 def _run(
